@@ -1,0 +1,174 @@
+"""Triangle meshes with texture coordinates, loaded with trimesh.
+
+Naming follows nvdiffrec: ``v_pos`` vertex positions, ``v_uv`` texture coordinates, ``t_pos_idx`` and
+``t_uv_idx`` the per-triangle indices into them. Meshes are converted to tensors right after loading.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import trimesh
+from torch import Tensor
+
+from triton_s2r.utils.optional import require
+
+#: Fraction of triangles whose UV area may be zero before the UVs count as unusable. Palette UVs
+#: (every vertex at one texel, as in pybullet_data's Panda) fail this test.
+MAX_DEGENERATE_UV_FRACTION = 0.5
+#: How far UVs may leave [0, 1] (rounding in exporters) before they count as unusable.
+UV_RANGE_TOLERANCE = 1e-3
+#: Suffix of the cached xatlas unwrap written next to a mesh file.
+UNWRAP_CACHE_SUFFIX = ".xatlas.npz"
+
+
+class MeshError(ValueError):
+    """A mesh file cannot be used; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class Mesh:
+    """A triangle mesh with per-corner texture coordinates.
+
+    Attributes:
+        v_pos: (V, 3) float32 vertex positions in the object's frame (metres by convention).
+        t_pos_idx: (F, 3) int64 vertex indices per triangle, counter-clockwise seen from outside.
+        v_uv: (T, 2) float32 texture coordinates, u and v in [0, 1].
+        t_uv_idx: (F, 3) int64 indices into ``v_uv`` per triangle corner.
+        source: file the mesh came from, or a description for generated meshes.
+    """
+
+    v_pos: Tensor
+    t_pos_idx: Tensor
+    v_uv: Tensor
+    t_uv_idx: Tensor
+    source: str = "<generated>"
+
+    def __post_init__(self) -> None:
+        if self.v_pos.ndim != 2 or self.v_pos.shape[1] != 3:
+            raise MeshError(f"{self.source}: v_pos must be (V, 3), got {tuple(self.v_pos.shape)}")
+        if self.t_pos_idx.shape != self.t_uv_idx.shape or self.t_pos_idx.shape[1:] != (3,):
+            raise MeshError(f"{self.source}: t_pos_idx and t_uv_idx must both be (F, 3)")
+        if self.v_uv.ndim != 2 or self.v_uv.shape[1] != 2:
+            raise MeshError(f"{self.source}: v_uv must be (T, 2), got {tuple(self.v_uv.shape)}")
+
+    @property
+    def num_triangles(self) -> int:
+        return self.t_pos_idx.shape[0]
+
+    def transformed(self, matrix: np.ndarray | Tensor) -> Mesh:
+        """This mesh with positions mapped by a 4x4 affine ``matrix`` (e.g. to bake a scale)."""
+        m = torch.as_tensor(np.asarray(matrix), dtype=torch.float32)
+        v = self.v_pos @ m[:3, :3].T + m[:3, 3]
+        return Mesh(v, self.t_pos_idx, self.v_uv, self.t_uv_idx, self.source)
+
+    @classmethod
+    def from_arrays(
+        cls, v_pos: np.ndarray, faces: np.ndarray, uv: np.ndarray, source: str = "<generated>"
+    ) -> Mesh:
+        """A mesh whose UVs are per vertex (``uv[i]`` belongs to ``v_pos[i]``), as trimesh stores them."""
+        faces_t = torch.as_tensor(np.asarray(faces, dtype=np.int64))
+        return cls(
+            torch.as_tensor(np.asarray(v_pos, dtype=np.float32)),
+            faces_t,
+            torch.as_tensor(np.asarray(uv, dtype=np.float32)),
+            faces_t.clone(),
+            source,
+        )
+
+
+def uv_problem(mesh: Mesh) -> str | None:
+    """Why the mesh's UVs cannot carry a learned texture, or None if they can.
+
+    Checks that UVs are finite, lie in [0, 1], and that at most ``MAX_DEGENERATE_UV_FRACTION`` of the
+    triangles have (numerically) zero area in UV space.
+    """
+    uv = mesh.v_uv
+    if uv.shape[0] == 0 or mesh.num_triangles == 0:
+        return "it has no triangles or no texture coordinates"
+    if not torch.isfinite(uv).all():
+        return "its texture coordinates contain NaN or infinity"
+    lo, hi = float(uv.min()), float(uv.max())
+    if lo < -UV_RANGE_TOLERANCE or hi > 1 + UV_RANGE_TOLERANCE:
+        return f"its texture coordinates span [{lo:.3f}, {hi:.3f}], outside [0, 1] (tiled or wrapped UVs)"
+    corners = uv[mesh.t_uv_idx]  # (F, 3, 2)
+    e1, e2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
+    area = 0.5 * (e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0]).abs()
+    degenerate = float((area < 1e-10).float().mean())
+    if degenerate > MAX_DEGENERATE_UV_FRACTION:
+        return f"{degenerate:.0%} of its triangles have zero area in UV space (palette or missing UVs)"
+    return None
+
+
+def load_mesh(path: str | os.PathLike, *, unwrap: bool = False) -> Mesh:
+    """Load an OBJ, GLB/GLTF or PLY file (anything trimesh reads) as one mesh with UVs.
+
+    Scenes inside the file are flattened with their node transforms. Vertex order is preserved
+    (``process=False``) so that cached unwraps stay valid.
+
+    Args:
+        path: mesh file.
+        unwrap: if the file has no usable UVs, compute them with xatlas (extra ``unwrap``) and cache the
+            result next to the file as ``<name>.xatlas.npz``; otherwise such a file is an error.
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        MeshError: the file cannot be read, has no triangles, or has no usable UVs and ``unwrap`` is off.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"mesh file not found: {path}")
+    try:
+        loaded = trimesh.load(path, force="mesh", process=False)
+    except Exception as exc:  # trimesh raises many types for malformed files
+        raise MeshError(f"{path}: trimesh could not read this mesh ({type(exc).__name__}: {exc})") from exc
+    if not isinstance(loaded, trimesh.Trimesh) or len(loaded.faces) == 0:
+        raise MeshError(f"{path}: no triangles found; export the object as a triangle mesh")
+    vertices, faces = np.asarray(loaded.vertices), np.asarray(loaded.faces)
+    uv = getattr(loaded.visual, "uv", None)
+    if uv is not None and len(uv) == len(vertices):
+        # trimesh stores the UV "v" axis bottom-up (OBJ convention); we keep it as the file has it.
+        mesh = Mesh.from_arrays(vertices, faces, uv, source=str(path))
+        problem = uv_problem(mesh)
+    else:
+        mesh, problem = None, "it has no texture coordinates"
+    if problem is None:
+        return mesh
+    if not unwrap:
+        raise MeshError(
+            f"{path}: this mesh has no usable UVs: {problem}. Unwrap it in your modelling tool, or pass "
+            "unwrap=True (scene file: `unwrap: true`) to compute UVs with xatlas (pip install triton_s2r[unwrap])."
+        )
+    return _unwrap_cached(path, vertices, faces)
+
+
+def _unwrap_cached(path: Path, vertices: np.ndarray, faces: np.ndarray) -> Mesh:
+    """xatlas-unwrap a mesh once; later calls read ``<path>.xatlas.npz`` if the file is unchanged."""
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    cache = path.with_name(path.name + UNWRAP_CACHE_SUFFIX)
+    if cache.is_file():
+        with np.load(cache) as data:
+            if str(data["sha256"]) == digest:
+                return Mesh.from_arrays(vertices[data["vmapping"]], data["indices"], data["uvs"], str(path))
+    xatlas = require("xatlas", extra="unwrap")
+    vmapping, indices, uvs = xatlas.parametrize(vertices.astype(np.float32), faces.astype(np.uint32))
+    _atomic_savez(cache, sha256=digest, vmapping=vmapping, indices=indices, uvs=uvs)
+    return Mesh.from_arrays(vertices[vmapping], indices, uvs, str(path))
+
+
+def _atomic_savez(path: Path, **arrays: np.ndarray | str) -> None:
+    """Write an .npz so that readers never see a half-written file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,121 @@
+"""CUDA render backend: nvdiffrast's rasterizer (``rasterize`` + ``interpolate``), batched.
+
+Only this module imports nvdiffrast (PyPI: ``diffrp-nvdiffrast``, extra ``gpu``), which compiles its
+CUDA plugin with nvcc and ninja on first use (a minute or so, cached by torch afterwards).
+
+Projection: OpenCV pixel coordinates map to clip space without a vertical flip, because nvdiffrast
+stores NDC y = -1 in row 0 and we send image row 0 (OpenCV's top) there. Pixel centres agree with the
+embree backend: column j's centre is NDC x = (2j + 1) / W - 1.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+
+import torch
+from torch import Tensor
+
+from triton_s2r.render.camera import Camera
+from triton_s2r.render.gbuffer import GBuffer
+from triton_s2r.render.scene import VOID, FrameState, Scene
+from triton_s2r.utils.optional import require
+
+
+def _cuda_context(device: torch.device):
+    """``RasterizeCudaContext`` on ``device``, working around the plugin-import quirk.
+
+    With diffrp-nvdiffrast and recent torch, the freshly JIT-built plugin can fail to import with
+    ``ModuleNotFoundError: nvdiffrast_plugin_...`` because torch does not put its build directory on
+    ``sys.path``. Adding that directory and retrying loads the already-built plugin.
+    """
+    dr = require("nvdiffrast.torch", extra="gpu", package="diffrp-nvdiffrast")
+    try:
+        return dr, dr.RasterizeCudaContext(device=device)
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("nvdiffrast_plugin"):
+            raise
+        from torch.utils.cpp_extension import _get_build_directory
+
+        sys.path.insert(0, _get_build_directory(exc.name, False))
+        return dr, dr.RasterizeCudaContext(device=device)
+
+
+def clip_from_camera(camera: Camera, points_camera: Tensor) -> Tensor:
+    """OpenGL-style clip coordinates of camera-frame points, with OpenCV pixel centres.
+
+    Args:
+        camera: B cameras.
+        points_camera: (B, V, 3) float32 camera-frame positions (z forward).
+
+    Returns:
+        (B, V, 4) float32 clip coordinates; w = camera Z, NDC z in [-1, 1] between near and far.
+    """
+    fx, fy, cx, cy = (k[:, None] for k in camera.intrinsics.unbind(-1))
+    x, y, z = points_camera.unbind(-1)
+    n, f = camera.near, camera.far
+    clip_x = (2 * fx / camera.width) * x + ((2 * cx + 1) / camera.width - 1) * z
+    clip_y = (2 * fy / camera.height) * y + ((2 * cy + 1) / camera.height - 1) * z
+    clip_z = (f + n) / (f - n) * z - 2 * f * n / (f - n)
+    return torch.stack([clip_x, clip_y, clip_z, z], dim=-1)
+
+
+class NvdiffrastRasterizer:
+    """Renders G-buffers on a CUDA device; see ``triton_s2r.render.rasterizer`` for the contract."""
+
+    name = "nvdiffrast"
+
+    def __init__(self, device: torch.device | str = "cuda") -> None:
+        self.device = torch.device(device)
+        if self.device.type != "cuda":
+            raise ValueError(f"the nvdiffrast backend needs a CUDA device, got {self.device}")
+        self._dr, self._ctx = _cuda_context(self.device)
+        self._uploaded: weakref.WeakKeyDictionary[Scene, dict] = weakref.WeakKeyDictionary()
+
+    def _upload(self, scene: Scene) -> dict:
+        """Scene arrays on the device, in the dtypes nvdiffrast wants (cached per scene)."""
+        if scene not in self._uploaded:
+            m = scene.merged()
+            vertex_counts = torch.bincount(m["v_object"], minlength=scene.num_objects).tolist()
+            self._uploaded[scene] = {
+                "v_pos": m["v_pos"].to(self.device),
+                "t_pos_idx": m["t_pos_idx"].to(self.device, torch.int32).contiguous(),
+                "v_uv": m["v_uv"].to(self.device)[None].contiguous(),
+                "t_uv_idx": m["t_uv_idx"].to(self.device, torch.int32).contiguous(),
+                # Index 0 = background (nvdiffrast's triangle id 0), then one label per triangle.
+                "label_lut": torch.cat([torch.tensor([VOID]), m["t_label"]]).to(self.device),
+                "vertex_slices": _slices(vertex_counts),
+            }
+        return self._uploaded[scene]
+
+    @torch.no_grad()
+    def render(self, scene: Scene, state: FrameState, supersample: int = 1) -> GBuffer:
+        data = self._upload(scene)
+        state = state.to(self.device)
+        camera = state.camera.supersampled(supersample)
+        # camera_from_object per frame and object: (B, N, 4, 4).
+        transforms = camera.camera_from_world[:, None] @ state.object_poses
+        v_cam = torch.empty(state.batch_size, data["v_pos"].shape[0], 3, device=self.device)
+        for i, (start, stop) in enumerate(data["vertex_slices"]):  # one small matmul per rigid object
+            m = transforms[:, i]
+            v_cam[:, start:stop] = data["v_pos"][start:stop] @ m[:, :3, :3].transpose(1, 2) + m[:, None, :3, 3]
+        clip = clip_from_camera(camera, v_cam).contiguous()
+        rast, _ = self._dr.rasterize(self._ctx, clip, data["t_pos_idx"], resolution=[camera.height, camera.width])
+        uv, _ = self._dr.interpolate(data["v_uv"], rast, data["t_uv_idx"])
+        depth, _ = self._dr.interpolate(v_cam[..., 2:3].contiguous(), rast, data["t_pos_idx"])
+        tri = rast[..., 3].to(torch.int64)  # 0 = background, else triangle id + 1
+        hit = tri > 0
+        return GBuffer(
+            uv=(uv.clamp(0.0, 1.0) * hit[..., None]).permute(0, 3, 1, 2).contiguous(),
+            label=data["label_lut"][tri],
+            depth=depth[..., 0] * hit,
+            face_id=tri - 1,
+        )
+
+
+def _slices(counts: list[int]) -> list[tuple[int, int]]:
+    out, start = [], 0
+    for c in counts:
+        out.append((start, start + c))
+        start += c
+    return out

@@ -1,0 +1,226 @@
+"""Scene model: rigid objects with UV-mapped meshes, a label table, and per-frame states.
+
+A scene is a list of rigid objects (table, blocks, each robot link, ...). Each object carries a label;
+several objects may share one (all links of the robot, say). A ``FrameState`` poses every object and
+the camera for a batch of frames, so articulated robots are just objects whose poses come from
+forward kinematics.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import yaml
+from torch import Tensor
+
+from triton_s2r.render.camera import Camera
+from triton_s2r.render.mesh import Mesh, load_mesh
+
+VOID = 0
+"""Label id of pixels that hit no surface. Excluded from every loss and metric."""
+
+
+@dataclass(frozen=True)
+class LabelTable:
+    """Names and UVL file values of the labels; id 0 is always "void".
+
+    Ids are positions: label id ``i >= 1`` is ``names[i - 1]``. In UVL files a label is stored as
+    blue = value / 255 (reference TRITON format), with one value per label.
+
+    Attributes:
+        names: names of labels 1..K.
+        values: UVL file values (0..255) of labels 1..K, all distinct.
+        void_value: value written for void pixels, distinct from ``values``; None means the files
+            have no void pixels (as in the reference datasets, where every pixel hits a surface).
+    """
+
+    names: tuple[str, ...]
+    values: tuple[int, ...]
+    void_value: int | None = 0
+
+    def __post_init__(self) -> None:
+        if len(self.names) != len(self.values):
+            raise ValueError(f"label table: {len(self.names)} names but {len(self.values)} values")
+        if len(set(self.names)) != len(self.names) or "void" in self.names:
+            raise ValueError(f"label table: names must be distinct and not 'void', got {self.names}")
+        everything = list(self.values) + ([] if self.void_value is None else [self.void_value])
+        if len(set(everything)) != len(everything) or not all(0 <= v <= 255 for v in everything):
+            raise ValueError(
+                f"label table: values must be distinct integers in 0..255 (void included), got "
+                f"values={self.values}, void_value={self.void_value}"
+            )
+
+    @classmethod
+    def evenly_spaced(cls, names: list[str] | tuple[str, ...]) -> LabelTable:
+        """Labels with values spread over 1..255 (void = 0), far apart so they survive half floats."""
+        n = len(names)
+        values = tuple(round(255 * (i + 1) / n) for i in range(n))
+        return cls(tuple(names), values, 0)
+
+    @property
+    def num_labels(self) -> int:
+        """K, the number of labels excluding void."""
+        return len(self.names)
+
+    def id_of(self, name: str) -> int:
+        """Label id of ``name``."""
+        try:
+            return self.names.index(name) + 1
+        except ValueError:
+            raise KeyError(f"label {name!r} is not in the label table {list(self.names)}") from None
+
+    def to_dict(self) -> dict:
+        return {"names": list(self.names), "values": list(self.values), "void_value": self.void_value}
+
+
+@dataclass(frozen=True)
+class SceneObject:
+    """One rigid object: a mesh in its own frame and the label id its surface shows."""
+
+    name: str
+    label: int
+    mesh: Mesh
+
+
+@dataclass(frozen=True)
+class Scene:
+    """Rigid objects plus their label table.
+
+    The merged arrays (all objects' triangles in one list, object after object) are what the render
+    backends consume; a triangle's index in them is the ``face_id`` a G-buffer reports.
+    """
+
+    objects: tuple[SceneObject, ...]
+    labels: LabelTable
+    _merged: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.objects:
+            raise ValueError("a scene needs at least one object")
+        for obj in self.objects:
+            if not 1 <= obj.label <= self.labels.num_labels:
+                raise ValueError(
+                    f"object {obj.name!r} has label id {obj.label}, outside the label table's 1..{self.labels.num_labels}"
+                )
+
+    @property
+    def num_objects(self) -> int:
+        return len(self.objects)
+
+    @property
+    def num_triangles(self) -> int:
+        return sum(o.mesh.num_triangles for o in self.objects)
+
+    def merged(self) -> dict[str, Tensor]:
+        """All objects in one set of arrays (computed once).
+
+        Returns:
+            Dict with ``v_pos`` (V, 3) float32 object-frame positions, ``v_object`` (V,) int64 owning
+            object, ``t_pos_idx`` (F, 3) int64, ``v_uv`` (T, 2) float32, ``t_uv_idx`` (F, 3) int64,
+            ``t_label`` (F,) int64 label ids, ``t_object`` (F,) int64 owning object, and
+            ``face_offset`` (num_objects + 1,) int64 first triangle of each object.
+        """
+        if not self._merged:
+            v_off = uv_off = 0
+            parts: dict[str, list[Tensor]] = {k: [] for k in ("v_pos", "v_object", "t_pos_idx", "v_uv", "t_uv_idx")}
+            t_label, t_object, face_offset = [], [], [0]
+            for i, obj in enumerate(self.objects):
+                m = obj.mesh
+                parts["v_pos"].append(m.v_pos)
+                parts["v_object"].append(torch.full((m.v_pos.shape[0],), i, dtype=torch.int64))
+                parts["t_pos_idx"].append(m.t_pos_idx + v_off)
+                parts["v_uv"].append(m.v_uv)
+                parts["t_uv_idx"].append(m.t_uv_idx + uv_off)
+                t_label.append(torch.full((m.num_triangles,), obj.label, dtype=torch.int64))
+                t_object.append(torch.full((m.num_triangles,), i, dtype=torch.int64))
+                face_offset.append(face_offset[-1] + m.num_triangles)
+                v_off += m.v_pos.shape[0]
+                uv_off += m.v_uv.shape[0]
+            self._merged.update({k: torch.cat(v) for k, v in parts.items()})
+            self._merged["t_label"] = torch.cat(t_label)
+            self._merged["t_object"] = torch.cat(t_object)
+            self._merged["face_offset"] = torch.tensor(face_offset)
+        return self._merged
+
+
+@dataclass(frozen=True)
+class FrameState:
+    """Poses of every scene object and the camera, for a batch of B frames.
+
+    Attributes:
+        object_poses: (B, N, 4, 4) float32 ``world_from_object`` transforms, N = scene.num_objects,
+            in the order of ``scene.objects``. Rigid (rotation + translation) plus optional scale.
+        camera: B cameras (see ``Camera`` for the convention).
+    """
+
+    object_poses: Tensor
+    camera: Camera
+
+    def __post_init__(self) -> None:
+        p = self.object_poses
+        if p.ndim != 4 or p.shape[2:] != (4, 4):
+            raise ValueError(f"object_poses must be (B, N, 4, 4), got {tuple(p.shape)}")
+        if p.shape[0] != self.camera.batch_size:
+            raise ValueError(f"{p.shape[0]} object-pose frames but {self.camera.batch_size} cameras")
+        if not torch.isfinite(p).all():
+            raise ValueError("object_poses contain NaN or infinity")
+
+    @property
+    def batch_size(self) -> int:
+        return self.object_poses.shape[0]
+
+    @classmethod
+    def static(cls, scene: Scene, camera: Camera) -> FrameState:
+        """Every object at its mesh frame (identity pose), for each camera of the batch."""
+        poses = torch.eye(4).expand(camera.batch_size, scene.num_objects, 4, 4).contiguous()
+        return cls(poses, camera)
+
+    def select(self, index: Tensor | list[int] | slice) -> FrameState:
+        """The frames at ``index`` of the batch."""
+        return FrameState(self.object_poses[index], self.camera.select(index))
+
+    def to(self, device: torch.device | str) -> FrameState:
+        return FrameState(self.object_poses.to(device), self.camera.to(device))
+
+
+def load_scene(path: str | os.PathLike) -> Scene:
+    """Load a scene file (YAML) listing labels and objects.
+
+    Format::
+
+        labels:                      # ids 1..K in this order; void (id 0) is implicit
+          - {name: table, value: 255}
+          - {name: block, value: 50}
+        void_value: 0                # optional, default 0; null if the UVL files have no void pixels
+        objects:
+          - {name: table, label: table, mesh: meshes/table.obj}
+          - {name: block_a, label: block, mesh: meshes/block.glb, unwrap: true}
+
+    Mesh paths are relative to the scene file. ``unwrap: true`` computes UVs with xatlas when the
+    mesh has none (see ``load_mesh``).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"scene file not found: {path}")
+    try:
+        spec = yaml.safe_load(path.read_text())
+        labels = LabelTable(
+            names=tuple(str(entry["name"]) for entry in spec["labels"]),
+            values=tuple(int(entry["value"]) for entry in spec["labels"]),
+            void_value=spec.get("void_value", 0),
+        )
+        entries = spec["objects"]
+    except (yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: not a valid scene file ({exc}); see triton_s2r.render.scene.load_scene") from exc
+    objects = []
+    for entry in entries:
+        try:
+            label = labels.id_of(str(entry["label"]))
+        except KeyError as exc:
+            raise ValueError(f"{path}: object {entry.get('name')!r}: {exc.args[0]}") from None
+        mesh = load_mesh(path.parent / entry["mesh"], unwrap=bool(entry.get("unwrap", False)))
+        objects.append(SceneObject(str(entry["name"]), label, mesh))
+    return Scene(tuple(objects), labels)

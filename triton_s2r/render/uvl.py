@@ -1,0 +1,151 @@
+"""UVL images: G-buffers stored in the reference TRITON file format.
+
+A UVL image is an RGB image with R = u, G = v, B = label value / 255, all in [0, 1]. Files are float
+OpenEXR (``.exr``, float32 or half; the reference format, read with the ``OpenEXR`` package) or 16-bit
+PNG (``.png``; u and v quantised to 1/65535, label values exact).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import cv2
+import numpy as np
+import OpenEXR
+import torch
+from torch import Tensor
+
+from triton_s2r.render.gbuffer import GBuffer
+from triton_s2r.render.scene import VOID, LabelTable
+
+UVL_SUFFIXES = (".exr", ".png")
+
+
+class UVLFileError(ValueError):
+    """A UVL file is missing, corrupt or inconsistent with the label table; the message names it."""
+
+
+def gbuffer_to_uvl(gbuffer: GBuffer, labels: LabelTable) -> Tensor:
+    """Encode a G-buffer as UVL images.
+
+    Args:
+        gbuffer: B frames with label ids in 0..K.
+        labels: the scene's label table (gives each id its file value).
+
+    Returns:
+        (B, 3, H, W) float32 in [0, 1]: u, v, value / 255. Void pixels are (0, 0, void_value / 255).
+    """
+    if labels.void_value is None and bool((gbuffer.label == VOID).any()):
+        raise ValueError("the label table has no void value (void_value: null) but the frames have void pixels")
+    lut = torch.tensor([labels.void_value or 0, *labels.values], dtype=torch.float32, device=gbuffer.uv.device)
+    blue = lut[gbuffer.label] / 255.0
+    uv = gbuffer.uv * gbuffer.mask[:, None]
+    return torch.cat([uv, blue[:, None]], dim=1)
+
+
+def uvl_to_gbuffer(uvl: Tensor, labels: LabelTable, *, source: str = "UVL image") -> GBuffer:
+    """Decode UVL images into a G-buffer (no depth or triangle ids).
+
+    Label values are recovered as round(255 * B), which is exact for float32, half and 16-bit files.
+
+    Args:
+        uvl: (B, 3, H, W) float32 UVL images.
+        labels: label table mapping file values to ids.
+        source: name used in error messages (the file path).
+
+    Raises:
+        UVLFileError: a blue value is not a label value of the table.
+    """
+    if uvl.ndim != 4 or uvl.shape[1] != 3:
+        raise UVLFileError(f"{source}: expected (B, 3, H, W) UVL images, got {tuple(uvl.shape)}")
+    value = torch.round(uvl[:, 2] * 255.0).clamp(-1, 256).to(torch.int64)
+    lut = torch.full((258,), -1, dtype=torch.int64, device=uvl.device)  # index = value + 1
+    for i, v in enumerate(labels.values, start=1):
+        lut[v + 1] = i
+    if labels.void_value is not None:
+        lut[labels.void_value + 1] = VOID
+    label = lut[value + 1]
+    if bool((label < 0).any()):
+        unknown = sorted(set(value[label < 0].unique().tolist()))
+        raise UVLFileError(
+            f"{source}: label values {unknown[:10]} (blue * 255) are not in the label table "
+            f"{dict(zip(labels.names, labels.values))} (void = {labels.void_value}); fix the label table or the file"
+        )
+    uv = uvl[:, :2] * (label != VOID)[:, None]
+    return GBuffer(uv=uv.to(torch.float32), label=label)
+
+
+def write_uvl(path: str | os.PathLike, uvl: Tensor | np.ndarray, *, half: bool = False) -> None:
+    """Write one UVL image atomically (a temporary file renamed into place).
+
+    Args:
+        path: ``.exr`` (float32, or half with ``half=True``; ZIP compression) or ``.png`` (16-bit).
+        uvl: (3, H, W) UVL image in [0, 1].
+        half: store EXR channels as 16-bit floats (the reference Blender files are half).
+    """
+    path = Path(path)
+    hwc = np.ascontiguousarray(np.asarray(torch.as_tensor(uvl).detach().cpu(), dtype=np.float32).transpose(1, 2, 0))
+    suffix = path.suffix.lower()
+    if suffix not in UVL_SUFFIXES:
+        raise ValueError(f"{path}: UVL files must end in .exr or .png")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=suffix)
+    os.close(fd)
+    try:
+        if suffix == ".exr":
+            header = {"compression": OpenEXR.ZIP_COMPRESSION, "type": OpenEXR.scanlineimage}
+            pixels = hwc.astype(np.float16) if half else hwc
+            with OpenEXR.File(header, {"RGB": pixels}) as f:
+                f.write(tmp)
+        else:
+            png = np.round(np.clip(hwc, 0.0, 1.0) * 65535.0).astype(np.uint16)
+            if not cv2.imwrite(tmp, png[..., ::-1]):  # OpenCV writes BGR
+                raise OSError(f"OpenCV could not write {path}")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_uvl(path: str | os.PathLike) -> Tensor:
+    """Read one UVL image.
+
+    Returns:
+        (3, H, W) float32 tensor (u, v, label value / 255). An alpha channel, if any, is dropped.
+
+    Raises:
+        FileNotFoundError: no such file.
+        UVLFileError: the file is corrupt, not RGB, or an 8-bit PNG (too coarse for UVs).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"UVL file not found: {path}")
+    suffix = path.suffix.lower()
+    if suffix == ".exr":
+        try:
+            with OpenEXR.File(str(path), separate_channels=True) as f:
+                channels = {name: ch.pixels for name, ch in f.channels().items()}
+        except Exception as exc:  # OpenEXR raises RuntimeError for unreadable files
+            raise UVLFileError(f"{path}: not a readable OpenEXR file ({exc}); re-export or delete it") from exc
+        if not {"R", "G", "B"} <= channels.keys():
+            raise UVLFileError(f"{path}: EXR needs R, G, B channels, found {sorted(channels)}")
+        hwc = np.stack([channels[c] for c in "RGB"], axis=-1).astype(np.float32)
+    elif suffix == ".png":
+        img = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+        if img is None:
+            raise UVLFileError(f"{path}: not a readable PNG file; re-export or delete it")
+        if img.dtype != np.uint16 or img.ndim != 3 or img.shape[2] < 3:
+            raise UVLFileError(
+                f"{path}: UVL PNGs must be 16-bit RGB (got {img.dtype}, shape {img.shape}); "
+                "8-bit PNG cannot hold UVs precisely, write EXR or 16-bit PNG"
+            )
+        hwc = img[..., 2::-1].astype(np.float32) / 65535.0  # BGR(A) -> RGB
+    else:
+        raise UVLFileError(f"{path}: unknown UVL file type; expected one of {UVL_SUFFIXES}")
+    return torch.from_numpy(np.ascontiguousarray(hwc.transpose(2, 0, 1)))
+
+
+def load_uvl_gbuffer(path: str | os.PathLike, labels: LabelTable) -> GBuffer:
+    """Read a UVL file and decode it into a one-frame G-buffer (errors name the file)."""
+    return uvl_to_gbuffer(read_uvl(path)[None], labels, source=str(path))
