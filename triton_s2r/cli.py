@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--resolution", type=int, default=256, help="image width and height in pixels")
     demo.add_argument("--backend", choices=["auto", "embree", "nvdiffrast"], default="auto",
                       help="render backend (auto: nvdiffrast on CUDA, else embree)")
-    demo.add_argument("--format", choices=["png", "exr"], default="png", help="UVL file format (16-bit PNG or float EXR)")
+    demo.add_argument("--format", choices=["png", "exr"], default="png",
+                      help="UVL file format (16-bit PNG or float EXR)")
     demo.set_defaults(func=_demo)
     return parser
 

@@ -162,7 +162,8 @@ class Camera:
 
     def select(self, index: Tensor | list[int] | slice) -> Camera:
         """The cameras at ``index`` of the batch."""
-        return Camera(self.world_from_camera[index], self.intrinsics[index], self.width, self.height, self.near, self.far)
+        pose, k = self.world_from_camera[index], self.intrinsics[index]
+        return Camera(pose, k, self.width, self.height, self.near, self.far)
 
     def to(self, device: torch.device | str) -> Camera:
         return Camera(

@@ -50,7 +50,8 @@ def render_to_files(
     (out / "preview").mkdir(parents=True, exist_ok=True)
     paths = [out / "uvl" / f"frame_{i:06d}.{uvl_format}" for i in range(state.batch_size)]
     todo = [i for i, p in enumerate(paths) if not p.exists()]
-    with tqdm(total=len(paths), initial=len(paths) - len(todo), desc=f"render ({rasterizer.name})", unit="frame") as bar:
+    progress = tqdm(total=len(paths), initial=len(paths) - len(todo), desc=f"render ({rasterizer.name})", unit="frame")
+    with progress as bar:
         for start in range(0, len(todo), batch_size):
             idx = todo[start:start + batch_size]
             gbuffer = rasterizer.render(scene, state.select(idx))

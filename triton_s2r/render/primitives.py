@@ -15,6 +15,7 @@ from triton_s2r.render.camera import Camera
 from triton_s2r.render.mesh import Mesh
 from triton_s2r.render.scene import FrameState, LabelTable, Scene, SceneObject
 
+
 def quad(width: float = 1.0, height: float = 1.0) -> Mesh:
     """A quad in the z = 0 plane centred at the origin; u grows along +x, v along +y, corners at 0 and 1."""
     w, h = width / 2, height / 2

@@ -62,7 +62,9 @@ def make_rasterizer(backend: str = "auto", device: torch.device | str | None = N
 
         return EmbreeRasterizer()
     if not torch.cuda.is_available():
-        raise RuntimeError("render backend 'nvdiffrast' needs a CUDA GPU, and none is available; use 'embree' or 'auto'")
+        raise RuntimeError(
+            "render backend 'nvdiffrast' needs a CUDA GPU, and none is available; use 'embree' or 'auto'"
+        )
     from triton_s2r.render.nvdiffrast import NvdiffrastRasterizer
 
     return NvdiffrastRasterizer(device or "cuda")

@@ -103,7 +103,8 @@ class Scene:
         for obj in self.objects:
             if not 1 <= obj.label <= self.labels.num_labels:
                 raise ValueError(
-                    f"object {obj.name!r} has label id {obj.label}, outside the label table's 1..{self.labels.num_labels}"
+                    f"object {obj.name!r} has label id {obj.label}, "
+                    f"outside the label table's 1..{self.labels.num_labels}"
                 )
 
     @property

@@ -1,0 +1,111 @@
+"""Mesh loading (OBJ, GLB, PLY), UV checks, automatic unwrapping, and scene files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import trimesh
+
+from triton_s2r.render import FrameState, MeshError, load_mesh, load_scene, make_rasterizer
+from triton_s2r.render.primitives import box, orbit_cameras
+
+
+def box_trimesh(with_uv: bool = True) -> trimesh.Trimesh:
+    m = box((0.2, 0.3, 0.4))
+    mesh = trimesh.Trimesh(m.v_pos.numpy(), m.t_pos_idx.numpy(), process=False)
+    if with_uv:
+        mesh.visual = trimesh.visual.TextureVisuals(uv=m.v_uv.numpy())
+    return mesh
+
+
+@pytest.mark.parametrize("suffix", ["obj", "glb", "ply"])
+def test_loads_meshes_with_uvs(tmp_path, suffix: str) -> None:
+    path = tmp_path / f"box.{suffix}"
+    box_trimesh().export(path)
+    mesh = load_mesh(path)
+    assert mesh.num_triangles == 12
+    reference = box((0.2, 0.3, 0.4))
+    # Same geometry and the same UV atlas (as a set of (position, uv) corners; formats may reorder).
+    def corners(m):
+        rows = torch.cat([m.v_pos[m.t_pos_idx].reshape(-1, 3), m.v_uv[m.t_uv_idx].reshape(-1, 2)], 1)
+        return sorted(map(tuple, np.round(rows.numpy(), 4).tolist()))
+    assert corners(mesh) == corners(reference)
+
+
+def test_mesh_without_uvs_names_the_file_and_the_fix(tmp_path) -> None:
+    path = tmp_path / "plain.obj"
+    box_trimesh(with_uv=False).export(path)
+    with pytest.raises(MeshError, match=r"plain\.obj: this mesh has no usable UVs.*unwrap=True"):
+        load_mesh(path)
+
+
+def test_palette_uvs_are_not_usable(tmp_path) -> None:
+    mesh = box_trimesh()
+    mesh.visual = trimesh.visual.TextureVisuals(uv=np.full((len(mesh.vertices), 2), 0.5))
+    path = tmp_path / "palette.obj"
+    mesh.export(path)
+    with pytest.raises(MeshError, match="palette.obj.*zero area in UV space"):
+        load_mesh(path)
+
+
+def test_unreadable_and_missing_meshes(tmp_path) -> None:
+    with pytest.raises(FileNotFoundError, match="nope.obj"):
+        load_mesh(tmp_path / "nope.obj")
+    (tmp_path / "junk.glb").write_bytes(b"\x00garbage")
+    with pytest.raises(MeshError, match="junk.glb"):
+        load_mesh(tmp_path / "junk.glb")
+
+
+def test_unwrap_once_and_cache_next_to_the_file(tmp_path, monkeypatch) -> None:
+    pytest.importorskip("xatlas")
+    path = tmp_path / "plain.obj"
+    box_trimesh(with_uv=False).export(path)
+    first = load_mesh(path, unwrap=True)
+    cache = tmp_path / "plain.obj.xatlas.npz"
+    assert cache.is_file()
+    assert ((first.v_uv >= 0) & (first.v_uv <= 1)).all()
+    # The second load reads the cache: xatlas is not called again.
+    import triton_s2r.render.mesh as mesh_module
+
+    monkeypatch.setattr(mesh_module, "require", lambda *a, **k: pytest.fail("xatlas called despite the cache"))
+    second = load_mesh(path, unwrap=True)
+    assert torch.equal(first.v_uv, second.v_uv) and torch.equal(first.t_pos_idx, second.t_pos_idx)
+    # Rendering it works (the unwrapped mesh has usable UVs).
+    assert mesh_module.uv_problem(second) is None
+
+
+SCENE_YAML = """
+labels:
+  - {name: floor, value: 255}
+  - {name: crate, value: 60}
+objects:
+  - {name: floor, label: floor, mesh: floor.obj}
+  - {name: crate, label: crate, mesh: crate.glb}
+"""
+
+
+def test_scene_file_loads_and_renders(tmp_path) -> None:
+    floor = box_trimesh()
+    floor.apply_scale([5, 5, 0.1])
+    floor.export(tmp_path / "floor.obj")
+    crate = box_trimesh()
+    crate.apply_translation([0, 0, 0.3])
+    crate.export(tmp_path / "crate.glb")
+    (tmp_path / "scene.yaml").write_text(SCENE_YAML)
+    scene = load_scene(tmp_path / "scene.yaml")
+    assert [o.name for o in scene.objects] == ["floor", "crate"]
+    assert scene.labels.values == (255, 60)
+    g = make_rasterizer("embree").render(scene, FrameState.static(scene, orbit_cameras(2, width=48, height=48)))
+    assert set(g.label.unique().tolist()) == {0, 1, 2}
+
+
+def test_scene_file_errors_name_the_file(tmp_path) -> None:
+    (tmp_path / "scene.yaml").write_text(SCENE_YAML.replace("label: crate", "label: barrel"))
+    box_trimesh().export(tmp_path / "floor.obj")
+    box_trimesh().export(tmp_path / "crate.glb")
+    with pytest.raises(ValueError, match=r"scene\.yaml.*'barrel' is not in the label table"):
+        load_scene(tmp_path / "scene.yaml")
+    (tmp_path / "broken.yaml").write_text("labels: [oops")
+    with pytest.raises(ValueError, match="broken.yaml"):
+        load_scene(tmp_path / "broken.yaml")
