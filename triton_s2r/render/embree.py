@@ -11,13 +11,16 @@ recomputes them from hit locations) -- same library, fewer passes.
 from __future__ import annotations
 
 import math
+import os
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
 from embreex import rtcore_scene
 from embreex.mesh_construction import TriangleMesh
 
+from triton_s2r.render.camera import Camera
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.mesh import Mesh
 from triton_s2r.render.scene import VOID, FrameState, Scene
@@ -43,47 +46,58 @@ class EmbreeRasterizer:
     def render(self, scene: Scene, state: FrameState, supersample: int = 1) -> GBuffer:
         camera = state.camera.supersampled(supersample)
         h, w = camera.height, camera.width
-        directions = camera.ray_directions().numpy()  # (B, H, W, 3), camera-frame z = 1
-        poses = state.object_poses.to(torch.float64).numpy()
-        merged = scene.merged()
-        face_offset = merged["face_offset"].numpy()
-        depth = np.full((state.batch_size, h, w), np.inf, dtype=np.float32)
-        face = np.full((state.batch_size, h, w), -1, dtype=np.int64)
-        bary = np.zeros((state.batch_size, h, w, 2), dtype=np.float32)
-        for b in range(state.batch_size):
-            origin = camera.world_from_camera[b, :3, 3].double().numpy()
-            camera_from_world = camera.camera_from_world[b].double().numpy()
-            intrinsics = camera.intrinsics[b].double().numpy()
-            for i, obj in enumerate(scene.objects):
-                window = _screen_window(obj.mesh, poses[b, i], camera_from_world, intrinsics, h, w, camera.near)
-                if window is None:
-                    continue
-                r0, r1, c0, c1 = window
-                d = directions[b, r0:r1, c0:c1].reshape(-1, 3).astype(np.float64)
-                object_from_world = np.linalg.inv(poses[b, i])
-                lin, trans = object_from_world[:3, :3], object_from_world[:3, 3]
-                # Rays start on the near plane: the same clipping as the rasterizer.
-                o_local = (origin + camera.near * d) @ lin.T + trans
-                d_local = d @ lin.T  # not renormalised: t stays the world ray parameter = depth - near
-                best = depth[b, r0:r1, c0:c1].reshape(-1) - camera.near
-                far = np.minimum(best, camera.far - camera.near).astype(np.float32)
-                hit = self._scene_of(obj.mesh).run(
-                    o_local.astype(np.float32), d_local.astype(np.float32), dists=far.copy(), output=1
-                )
-                prim = hit["primID"]
-                nearer = (prim >= 0) & (hit["tfar"] < far)
-                if not nearer.any():
-                    continue
-                win_depth = depth[b, r0:r1, c0:c1].reshape(-1)
-                win_face = face[b, r0:r1, c0:c1].reshape(-1)
-                win_bary = bary[b, r0:r1, c0:c1].reshape(-1, 2)
-                win_depth[nearer] = hit["tfar"][nearer] + camera.near
-                win_face[nearer] = prim[nearer] + face_offset[i]
-                win_bary[nearer] = np.stack([hit["u"][nearer], hit["v"][nearer]], -1)
-                depth[b, r0:r1, c0:c1] = win_depth.reshape(r1 - r0, c1 - c0)
-                face[b, r0:r1, c0:c1] = win_face.reshape(r1 - r0, c1 - c0)
-                bary[b, r0:r1, c0:c1] = win_bary.reshape(r1 - r0, c1 - c0, 2)
-        return _gbuffer_from_hits(merged, torch.from_numpy(face), torch.from_numpy(bary), torch.from_numpy(depth))
+        hits = {
+            "depth": np.full((state.batch_size, h, w), np.inf, dtype=np.float32),
+            "face": np.full((state.batch_size, h, w), -1, dtype=np.int64),
+            "bary": np.zeros((state.batch_size, h, w, 2), dtype=np.float32),
+        }
+        for obj in scene.objects:  # build BVHs up front, not inside worker threads
+            self._scene_of(obj.mesh)
+        frame_args = (scene, camera, state.object_poses.to(torch.float64).numpy(), hits)
+        # Embree releases the GIL while tracing, so frames run in parallel threads.
+        workers = min(state.batch_size, os.cpu_count() or 1)
+        if workers > 1:
+            with ThreadPoolExecutor(workers) as pool:
+                list(pool.map(lambda b: self._render_frame(b, *frame_args), range(state.batch_size)))
+        else:
+            for b in range(state.batch_size):
+                self._render_frame(b, *frame_args)
+        hits = {k: torch.from_numpy(v) for k, v in hits.items()}
+        return _gbuffer_from_hits(scene.merged(), hits["face"], hits["bary"], hits["depth"])
+
+    def _render_frame(self, b: int, scene: Scene, camera: Camera, poses: np.ndarray, hits: dict) -> None:
+        """Trace frame ``b`` into ``hits[...][b]``: nearest depth, triangle id and barycentrics."""
+        h, w, near = camera.height, camera.width, camera.near
+        depth, face, bary = hits["depth"][b], hits["face"][b], hits["bary"][b]
+        directions = camera.select([b]).ray_directions()[0].double().numpy()  # (H, W, 3), camera z = 1
+        origin = camera.world_from_camera[b, :3, 3].double().numpy()
+        camera_from_world = camera.camera_from_world[b].double().numpy()
+        intrinsics = camera.intrinsics[b].double().numpy()
+        face_offset = scene.merged()["face_offset"].numpy()
+        for i, obj in enumerate(scene.objects):
+            window = _screen_window(obj.mesh, poses[b, i], camera_from_world, intrinsics, h, w, near)
+            if window is None:
+                continue
+            rows, cols = slice(window[0], window[1]), slice(window[2], window[3])
+            d = directions[rows, cols].reshape(-1, 3)
+            object_from_world = np.linalg.inv(poses[b, i])
+            lin, trans = object_from_world[:3, :3], object_from_world[:3, 3]
+            # Rays start on the near plane (the rasterizer's clipping); directions are not renormalised,
+            # so t stays the world ray parameter, i.e. depth - near.
+            o_local = (origin + near * d) @ lin.T + trans
+            d_local = d @ lin.T
+            far = np.minimum(depth[rows, cols].reshape(-1) - near, camera.far - near).astype(np.float32)
+            hit = self._scene_of(obj.mesh).run(
+                o_local.astype(np.float32), d_local.astype(np.float32), dists=far.copy(), output=1
+            )
+            nearer = (hit["primID"] >= 0) & (hit["tfar"] < far)
+            if not nearer.any():
+                continue
+            shape = depth[rows, cols].shape
+            nearer = nearer.reshape(shape)
+            depth[rows, cols][nearer] = hit["tfar"].reshape(shape)[nearer] + near
+            face[rows, cols][nearer] = hit["primID"].reshape(shape)[nearer] + face_offset[i]
+            bary[rows, cols][nearer] = np.stack([hit["u"], hit["v"]], -1).reshape(*shape, 2)[nearer]
 
 
 def _screen_window(

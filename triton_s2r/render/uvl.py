@@ -71,7 +71,8 @@ def uvl_to_gbuffer(uvl: Tensor, labels: LabelTable, *, source: str = "UVL image"
         unknown = sorted(set(value[label < 0].unique().tolist()))
         raise UVLFileError(
             f"{source}: label values {unknown[:10]} (blue * 255) are not in the label table "
-            f"{dict(zip(labels.names, labels.values, strict=True))} (void = {labels.void_value}); fix the label table or the file"
+            f"{dict(zip(labels.names, labels.values, strict=True))} (void = {labels.void_value}); "
+            "fix the label table or the file"
         )
     uv = uvl[:, :2] * (label != VOID)[:, None]
     return GBuffer(uv=uv.to(torch.float32), label=label)
