@@ -67,7 +67,8 @@ def main() -> None:
                 value = fps(backend, scene, size, batch, args.seconds)
                 rows.append(f"| {backend} | {size}x{size} | {batch} | {value:,.1f} |")
                 print(rows[-1], flush=True)
-    table = f"Scene: built-in tabletop + 4 dense spheres, {scene.num_triangles:,} triangles, {scene.num_objects} objects.\n\n"
+    table = (f"Scene: built-in tabletop + 4 dense spheres, {scene.num_triangles:,} triangles, "
+             f"{scene.num_objects} objects.\n\n")
     table += "\n".join(rows)
     if not args.no_write:
         write_section(f"render:{machine()}", f"Rendering: {machine()}", table)

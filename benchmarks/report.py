@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import os
 import platform
 import re
 import shlex
@@ -27,12 +28,13 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    import os
-
     return f"{model}, {len(os.sched_getaffinity(0))} cores"
 
 
 def commit() -> str:
+    """Short commit hash (``GIT_COMMIT`` overrides it where the checkout has no .git, e.g. the GPU machine)."""
+    if os.environ.get("GIT_COMMIT"):
+        return os.environ["GIT_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                               cwd=DOC.parent, check=True).stdout.strip()
@@ -42,7 +44,9 @@ def commit() -> str:
 
 def write_section(key: str, title: str, table: str, doc: Path = DOC) -> str:
     """Replace (or append) the section ``key`` of ``doc`` with a table stamped with card, command and date."""
-    command = "python " + " ".join(shlex.quote(a) for a in sys.argv)
+    script = Path(sys.argv[0])
+    module = f"-m benchmarks.{script.stem}" if script.parent.name == "benchmarks" else str(script)
+    command = " ".join(["python", module, *map(shlex.quote, sys.argv[1:])])
     body = (
         f"<!-- {key} -->\n### {title}\n\n"
         f"- card: {machine()}\n- command: `{command}`\n"
@@ -50,7 +54,8 @@ def write_section(key: str, title: str, table: str, doc: Path = DOC) -> str:
         f"{table.strip()}\n<!-- /{key} -->\n"
     )
     doc.parent.mkdir(parents=True, exist_ok=True)
-    text = doc.read_text() if doc.exists() else "# Benchmarks\n\nNumbers below come from the scripts in `benchmarks/`.\n"
+    header = "# Benchmarks\n\nNumbers below come from the scripts in `benchmarks/`.\n"
+    text = doc.read_text() if doc.exists() else header
     pattern = re.compile(rf"<!-- {re.escape(key)} -->.*?<!-- /{re.escape(key)} -->\n", re.S)
     text = pattern.sub(lambda _: body, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + body
     doc.write_text(text)

@@ -1,0 +1,244 @@
+"""Forward + backward time and peak memory of the TRITON textures, generator and losses.
+
+    python benchmarks/model.py                      # CPU fp32, then CUDA fp32 and bf16 if a GPU is present
+    python benchmarks/model.py --devices cuda --repeats 50
+    python benchmarks/model.py --cases texture_neural,surface_consistency --no-write
+
+Every (case, device, precision) runs in a fresh subprocess, so peak memory is not hidden by the caching
+of earlier cases: on CUDA it is ``max_memory_allocated`` above what the setup (modules, inputs) holds; on
+CPU it is the growth of the process's peak RSS (VmHWM, reset through /proc/self/clear_refs) during the
+first, warm-up step. Times are medians over ``--repeats`` steps after that warm-up, synchronised on CUDA.
+Results print as a markdown table and replace this card's section of docs/benchmarks.md (one section per
+card, delimited by HTML comments), so the render benchmarks' sections there stay untouched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from triton_s2r.losses import (
+    discriminator_adversarial_loss,
+    generator_adversarial_loss,
+    reconstruction_loss,
+    surface_consistency_loss,
+    texture_reality_loss,
+)
+from triton_s2r.models import MultiScaleDiscriminator, NeuralTexture, RasterTexture, StyleFreeGenerator
+
+NUM_LABELS = 5
+CASES = {
+    "texture_neural": "neural texture, exact UV (128 freq, 3x256 MLP)",
+    "texture_neural_baked": "neural texture, baked 256² + bilinear",
+    "texture_raster": "raster texture 256², 3 mip levels",
+    "generator": "generator sim→real, E_A + G_B (64 ch, 4 res)",
+    "discriminator": "discriminator D step, 3-scale PatchGAN, real + fake",
+    "adversarial": "loss: adversarial LSGAN, G side (incl. D_B forward)",
+    "reconstruction": "loss: reconstruction L1 + 1 − MS-SSIM, 3 ch",
+    "content": "loss: content L1 + 1 − MS-SSIM, 8 ch at 1/4 res",
+    "surface_consistency": "loss: surface consistency ℓUC, D = 128",
+    "texture_reality": "loss: texture reality ℓTR, L1 + 1 − MS-SSIM",
+}
+
+
+def synthetic_gbuffer(batch: int, size: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Blocky labels with some void and smoothly varying UVs that differ per image."""
+    y, x = torch.meshgrid(torch.arange(size), torch.arange(size), indexing="ij")
+    shift = torch.arange(batch).view(-1, 1, 1)
+    label = 1 + (x // 64 + y // 64 + shift) % NUM_LABELS
+    label = torch.where((x // 32 + y // 32 + shift) % 7 == 0, torch.zeros_like(label), label)
+    u = torch.frac(x / 128 + 0.13 * shift)
+    v = torch.frac(y / 96 + 0.07 * shift)
+    return torch.stack([u, v], dim=1).float().to(device), label.to(device)
+
+
+def build_case(
+    name: str, batch: int, size: int, device: torch.device
+) -> tuple[Callable[[], torch.Tensor], list]:
+    """Modules and inputs for one case; returns (forward -> scalar loss, tensors whose grads to clear)."""
+    torch.manual_seed(0)
+    uv, label = synthetic_gbuffer(batch, size, device)
+    image = torch.randn(batch, 3, size, size, device=device).tanh().requires_grad_()
+    target = torch.randn(batch, 3, size, size, device=device).tanh()
+    if name in ("texture_neural", "texture_neural_baked", "texture_raster"):
+        texture = {
+            "texture_neural": lambda: NeuralTexture(NUM_LABELS),
+            "texture_neural_baked": lambda: NeuralTexture(NUM_LABELS, sampling="baked"),
+            "texture_raster": lambda: RasterTexture(NUM_LABELS, resolution=256, num_mip_levels=3),
+        }[name]().to(device)
+        return lambda: texture(uv, label).float().mean(), list(texture.parameters())
+    if name == "generator":
+        gen_a, gen_b = StyleFreeGenerator(6).to(device), StyleFreeGenerator(3).to(device)
+        x_a = torch.randn(batch, 6, size, size, device=device)
+        parameters = [*gen_a.parameters(), *gen_b.parameters()]
+        return lambda: gen_b.decode(gen_a.encode(x_a)).float().mean(), parameters
+    if name in ("discriminator", "adversarial"):
+        dis = MultiScaleDiscriminator(3).to(device)
+        if name == "discriminator":
+            return (
+                lambda: discriminator_adversarial_loss(dis(target), dis(image.detach())),
+                list(dis.parameters()),
+            )
+        return lambda: generator_adversarial_loss(dis(image)), [image, *dis.parameters()]
+    if name == "reconstruction":
+        return lambda: reconstruction_loss(image, target), [image]
+    if name == "content":
+        code = torch.rand(batch, 8, size // 4, size // 4, device=device, requires_grad=True)
+        code_target = torch.rand(batch, 8, size // 4, size // 4, device=device)
+        return lambda: reconstruction_loss(code, code_target, data_range=1.0), [code]
+    if name == "surface_consistency":
+        return lambda: surface_consistency_loss(image, uv, label, NUM_LABELS, grid_size=128), [image]
+    if name == "texture_reality":
+        return lambda: texture_reality_loss(image, target, label), [image]
+    raise ValueError(f"unknown case {name!r}; choose from {sorted(CASES)}")
+
+
+def _rss_kib(field: str) -> int:
+    status = Path("/proc/self/status").read_text()
+    return int(re.search(rf"^{field}:\s+(\d+) kB", status, re.MULTILINE).group(1))
+
+
+def run_worker(name: str, device_name: str, precision: str, batch: int, size: int, repeats: int) -> dict:
+    """Time one case in this process; returns milliseconds and peak MiB."""
+    device = torch.device(device_name)
+    forward, grad_holders = build_case(name, batch, size, device)
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
+
+    def step() -> None:
+        for tensor in grad_holders:
+            tensor.grad = None
+        with autocast:
+            loss = forward()
+        loss.backward()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        base = torch.cuda.memory_allocated(device)
+        step()
+        peak_mib = (torch.cuda.max_memory_allocated(device) - base) / 2**20
+    else:
+        Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current RSS
+        base = _rss_kib("VmRSS")
+        step()
+        peak_mib = (_rss_kib("VmHWM") - base) / 1024
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return {"ms": 1000 * statistics.median(times), "peak_mib": peak_mib}
+
+
+def card_name(device: str) -> str:
+    if device == "cuda":
+        return torch.cuda.get_device_name(0)
+    model = platform.processor() or "unknown CPU"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        match = re.search(r"^model name\s*:\s*(.+)$", cpuinfo.read_text(), re.MULTILINE)
+        model = match.group(1).strip() if match else model
+    return f"{model}, {torch.get_num_threads()} threads"
+
+
+def update_section(path: Path, key: str, body: str) -> None:
+    """Replace (or append) the section between this key's markers, leaving the rest of the file alone."""
+    begin, end = f"<!-- BEGIN benchmarks/model.py {key} -->", f"<!-- END benchmarks/model.py {key} -->"
+    section = f"{begin}\n{body.rstrip()}\n{end}\n"
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end) + r"\n?", re.DOTALL)
+    text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip() + "\n\n" + section
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--devices", default="cpu,cuda", help="comma list of cpu, cuda (cuda skipped if absent)"
+    )
+    parser.add_argument("--cases", default=",".join(CASES), help="comma list of " + ", ".join(CASES))
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--size", type=int, default=256)
+    parser.add_argument("--repeats", type=int, default=None, help="timed steps (default: CPU 2, CUDA 20)")
+    parser.add_argument(
+        "--output", type=Path, default=Path(__file__).resolve().parents[1] / "docs/benchmarks.md"
+    )
+    parser.add_argument("--no-write", action="store_true", help="print the table only")
+    parser.add_argument("--worker", nargs=3, metavar=("CASE", "DEVICE", "PRECISION"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.worker:
+        name, device, precision = args.worker
+        result = run_worker(name, device, precision, args.batch, args.size, args.repeats or 1)
+        print(json.dumps(result))
+        return
+
+    devices = [device.strip() for device in args.devices.split(",") if device.strip()]
+    if "cuda" in devices and not torch.cuda.is_available():
+        print("CUDA not available: skipping the GPU columns.", file=sys.stderr)
+        devices.remove("cuda")
+    cases = [case.strip() for case in args.cases.split(",") if case.strip()]
+    unknown = set(cases) - set(CASES)
+    if unknown:
+        parser.error(f"unknown cases {sorted(unknown)}; choose from {', '.join(CASES)}")
+
+    command = "python benchmarks/model.py " + " ".join(sys.argv[1:])
+    for device in devices:
+        precisions = ["fp32", "bf16"] if device == "cuda" else ["fp32"]
+        repeats = args.repeats or (20 if device == "cuda" else 2)
+        header = "| Component | " + " | ".join(f"{p} ms | {p} peak MiB" for p in precisions) + " |"
+        rows = [header, "|---|" + "---:|---:|" * len(precisions)]
+        for case in cases:
+            cells = []
+            for precision in precisions:
+                worker = [sys.executable, __file__, "--worker", case, device, precision]
+                worker += ["--batch", str(args.batch), "--size", str(args.size), "--repeats", str(repeats)]
+                completed = subprocess.run(worker, capture_output=True, text=True, env=os.environ.copy())
+                if completed.returncode != 0:
+                    print(completed.stderr, file=sys.stderr)
+                    cells += ["failed", "failed"]
+                    continue
+                result = json.loads(completed.stdout.strip().splitlines()[-1])
+                cells += [f"{result['ms']:.1f}", f"{result['peak_mib']:.0f}"]
+            rows.append(f"| {CASES[case]} | " + " | ".join(cells) + " |")
+            print(rows[-1], flush=True)
+
+        card = card_name(device)
+        date = datetime.date.today().isoformat()
+        body = "\n".join(
+            [
+                f"### Model forward + backward on {device.upper()}: {card}",
+                "",
+                f"Command: `{command.strip()}`; date {date}; torch {torch.__version__}; batch {args.batch}, "
+                f"{args.size}×{args.size}, {NUM_LABELS} labels, reference widths; median of {repeats} steps "
+                "after one warm-up step. Peak memory: growth during the warm-up step "
+                + ("(CUDA allocator; bf16 = autocast)." if device == "cuda" else "(process peak RSS)."),
+                "",
+                *rows,
+            ]
+        )
+        print("\n" + body + "\n")
+        if not args.no_write:
+            update_section(args.output, f"{device}: {card}", body)
+            print(f"updated {args.output}")
+
+
+if __name__ == "__main__":
+    main()
