@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import torch
 import trimesh
 from torch import Tensor
 
+from triton_s2r.utils.files import atomic_savez
 from triton_s2r.utils.optional import require
 
 #: Fraction of triangles whose UV area may be zero before the UVs count as unusable. Palette UVs
@@ -158,17 +158,6 @@ def _unwrap_cached(path: Path, vertices: np.ndarray, faces: np.ndarray) -> Mesh:
                 return Mesh.from_arrays(vertices[data["vmapping"]], data["indices"], data["uvs"], str(path))
     xatlas = require("xatlas", extra="unwrap")
     vmapping, indices, uvs = xatlas.parametrize(vertices.astype(np.float32), faces.astype(np.uint32))
-    _atomic_savez(cache, sha256=digest, vmapping=vmapping, indices=indices, uvs=uvs)
+    atomic_savez(cache, sha256=digest, vmapping=vmapping, indices=indices, uvs=uvs)
     return Mesh.from_arrays(vertices[vmapping], indices, uvs, str(path))
 
-
-def _atomic_savez(path: Path, **arrays: np.ndarray | str) -> None:
-    """Write an .npz so that readers never see a half-written file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import cv2
 import numpy as np
 from tqdm import tqdm
 
@@ -13,6 +12,7 @@ from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.rasterizer import UVLRasterizer
 from triton_s2r.render.scene import FrameState, Scene
 from triton_s2r.render.uvl import gbuffer_to_uvl, write_uvl
+from triton_s2r.utils.files import write_image
 
 
 def preview_image(gbuffer: GBuffer, num_labels: int) -> np.ndarray:
@@ -59,9 +59,7 @@ def render_to_files(
             previews = preview_image(gbuffer, scene.labels.num_labels)
             for j, i in enumerate(idx):
                 preview_path = out / "preview" / paths[i].with_suffix(".png").name
-                tmp = preview_path.with_name(f".{preview_path.name}.tmp.png")
-                cv2.imwrite(str(tmp), previews[j][..., ::-1])
-                os.replace(tmp, preview_path)
+                write_image(preview_path, previews[j])
                 write_uvl(paths[i], uvl[j])  # last: its existence marks the frame done
             bar.update(len(idx))
     return paths

@@ -8,7 +8,6 @@ PNG (``.png``; u and v quantised to 1/65535, label values exact).
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import cv2
@@ -19,6 +18,7 @@ from torch import Tensor
 
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import VOID, LabelTable
+from triton_s2r.utils.files import atomic_write, write_image
 
 UVL_SUFFIXES = (".exr", ".png")
 
@@ -91,22 +91,12 @@ def write_uvl(path: str | os.PathLike, uvl: Tensor | np.ndarray, *, half: bool =
     suffix = path.suffix.lower()
     if suffix not in UVL_SUFFIXES:
         raise ValueError(f"{path}: UVL files must end in .exr or .png")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=suffix)
-    os.close(fd)
-    try:
-        if suffix == ".exr":
-            header = {"compression": OpenEXR.ZIP_COMPRESSION, "type": OpenEXR.scanlineimage}
-            pixels = hwc.astype(np.float16) if half else hwc
-            with OpenEXR.File(header, {"RGB": pixels}) as f:
-                f.write(tmp)
-        else:
-            png = np.round(np.clip(hwc, 0.0, 1.0) * 65535.0).astype(np.uint16)
-            if not cv2.imwrite(tmp, png[..., ::-1]):  # OpenCV writes BGR
-                raise OSError(f"OpenCV could not write {path}")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    if suffix == ".png":
+        write_image(path, np.round(np.clip(hwc, 0.0, 1.0) * 65535.0).astype(np.uint16))
+        return
+    header = {"compression": OpenEXR.ZIP_COMPRESSION, "type": OpenEXR.scanlineimage}
+    with atomic_write(path) as tmp, OpenEXR.File(header, {"RGB": hwc.astype(np.float16) if half else hwc}) as f:
+        f.write(str(tmp))
 
 
 def read_uvl(path: str | os.PathLike) -> Tensor:
