@@ -1,23 +1,22 @@
 """Forward + backward time and peak memory of the TRITON textures, generator and losses.
 
-    python benchmarks/model.py                      # CPU fp32, then CUDA fp32 and bf16 if a GPU is present
-    python benchmarks/model.py --devices cuda --repeats 50
-    python benchmarks/model.py --cases texture_neural,surface_consistency --no-write
+Usage (from the repository root)::
+
+    python -m benchmarks.model                      # CPU fp32, plus CUDA fp32 and bf16 if a GPU is present
+    python -m benchmarks.model --devices cuda --repeats 50
+    python -m benchmarks.model --cases texture_neural surface_consistency --no-write
 
 Every (case, device, precision) runs in a fresh subprocess, so peak memory is not hidden by the caching
 of earlier cases: on CUDA it is ``max_memory_allocated`` above what the setup (modules, inputs) holds; on
 CPU it is the growth of the process's peak RSS (VmHWM, reset through /proc/self/clear_refs) during the
 first, warm-up step. Times are medians over ``--repeats`` steps after that warm-up, synchronised on CUDA.
-Results print as a markdown table and replace this card's section of docs/benchmarks.md (one section per
-card, delimited by HTML comments), so the render benchmarks' sections there stay untouched.
+The table goes into this machine's "model:" section of docs/benchmarks.md (unless --no-write).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
 import platform
 import re
 import statistics
@@ -29,6 +28,7 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.report import machine, write_section
 from triton_s2r.losses import (
     discriminator_adversarial_loss,
     generator_adversarial_loss,
@@ -38,6 +38,7 @@ from triton_s2r.losses import (
 )
 from triton_s2r.models import MultiScaleDiscriminator, NeuralTexture, RasterTexture, StyleFreeGenerator
 
+REPO = Path(__file__).resolve().parents[1]
 NUM_LABELS = 5
 CASES = {
     "texture_neural": "neural texture, exact UV (128 freq, 3x256 MLP)",
@@ -144,10 +145,9 @@ def run_worker(name: str, device_name: str, precision: str, batch: int, size: in
     return {"ms": 1000 * statistics.median(times), "peak_mib": peak_mib}
 
 
-def card_name(device: str) -> str:
-    if device == "cuda":
-        return torch.cuda.get_device_name(0)
-    model = platform.processor() or "unknown CPU"
+def cpu_name() -> str:
+    """CPU model and the threads torch uses (``report.machine`` names the GPU when there is one)."""
+    model = platform.processor() or "CPU"
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
         match = re.search(r"^model name\s*:\s*(.+)$", cpuinfo.read_text(), re.MULTILINE)
@@ -155,89 +155,64 @@ def card_name(device: str) -> str:
     return f"{model}, {torch.get_num_threads()} threads"
 
 
-def update_section(path: Path, key: str, body: str) -> None:
-    """Replace (or append) the section between this key's markers, leaving the rest of the file alone."""
-    begin, end = f"<!-- BEGIN benchmarks/model.py {key} -->", f"<!-- END benchmarks/model.py {key} -->"
-    section = f"{begin}\n{body.rstrip()}\n{end}\n"
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end) + r"\n?", re.DOTALL)
-    text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip() + "\n\n" + section
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+def run_in_subprocess(case: str, device: str, precision: str, args: argparse.Namespace, repeats: int) -> str:
+    """Run one worker; returns the "ms | MiB" cells, or "failed" cells after printing the error."""
+    worker = [sys.executable, "-m", "benchmarks.model", "--worker", case, device, precision]
+    worker += ["--batch", str(args.batch), "--size", str(args.size), "--repeats", str(repeats)]
+    completed = subprocess.run(worker, capture_output=True, text=True, cwd=REPO)
+    if completed.returncode != 0:
+        print(completed.stderr, file=sys.stderr)
+        return "failed | failed"
+    result = json.loads(completed.stdout.strip().splitlines()[-1])
+    return f"{result['ms']:,.1f} | {result['peak_mib']:,.0f}"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--devices", default="cpu,cuda", help="comma list of cpu, cuda (cuda skipped if absent)"
-    )
-    parser.add_argument("--cases", default=",".join(CASES), help="comma list of " + ", ".join(CASES))
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
+    parser.add_argument("--devices", nargs="+", default=["cpu", "cuda"], choices=["cpu", "cuda"])
+    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=None, help="timed steps (default: CPU 2, CUDA 20)")
-    parser.add_argument(
-        "--output", type=Path, default=Path(__file__).resolve().parents[1] / "docs/benchmarks.md"
-    )
-    parser.add_argument("--no-write", action="store_true", help="print the table only")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     parser.add_argument("--worker", nargs=3, metavar=("CASE", "DEVICE", "PRECISION"), help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.worker:
         name, device, precision = args.worker
-        result = run_worker(name, device, precision, args.batch, args.size, args.repeats or 1)
-        print(json.dumps(result))
+        print(json.dumps(run_worker(name, device, precision, args.batch, args.size, args.repeats or 1)))
         return
 
-    devices = [device.strip() for device in args.devices.split(",") if device.strip()]
-    if "cuda" in devices and not torch.cuda.is_available():
-        print("CUDA not available: skipping the GPU columns.", file=sys.stderr)
-        devices.remove("cuda")
-    cases = [case.strip() for case in args.cases.split(",") if case.strip()]
-    unknown = set(cases) - set(CASES)
-    if unknown:
-        parser.error(f"unknown cases {sorted(unknown)}; choose from {', '.join(CASES)}")
+    columns = [("cpu", "fp32")] if "cpu" in args.devices else []
+    if "cuda" in args.devices:
+        if torch.cuda.is_available():
+            columns += [("cuda", "fp32"), ("cuda", "bf16")]
+        else:
+            print("CUDA is not available: skipping the CUDA columns.", file=sys.stderr)
+    if not columns:
+        parser.error("nothing to run")
 
-    command = "python benchmarks/model.py " + " ".join(sys.argv[1:])
-    for device in devices:
-        precisions = ["fp32", "bf16"] if device == "cuda" else ["fp32"]
-        repeats = args.repeats or (20 if device == "cuda" else 2)
-        header = "| Component | " + " | ".join(f"{p} ms | {p} peak MiB" for p in precisions) + " |"
-        rows = [header, "|---|" + "---:|---:|" * len(precisions)]
-        for case in cases:
-            cells = []
-            for precision in precisions:
-                worker = [sys.executable, __file__, "--worker", case, device, precision]
-                worker += ["--batch", str(args.batch), "--size", str(args.size), "--repeats", str(repeats)]
-                completed = subprocess.run(worker, capture_output=True, text=True, env=os.environ.copy())
-                if completed.returncode != 0:
-                    print(completed.stderr, file=sys.stderr)
-                    cells += ["failed", "failed"]
-                    continue
-                result = json.loads(completed.stdout.strip().splitlines()[-1])
-                cells += [f"{result['ms']:.1f}", f"{result['peak_mib']:.0f}"]
-            rows.append(f"| {CASES[case]} | " + " | ".join(cells) + " |")
-            print(rows[-1], flush=True)
+    header = " | ".join(f"{device.upper()} {precision} ms | peak MiB" for device, precision in columns)
+    rows = [f"| component | {header} |", "|---|" + "---:|---:|" * len(columns)]
+    for case in args.cases:
+        cells = []
+        for device, precision in columns:
+            repeats = args.repeats or (20 if device == "cuda" else 2)
+            cells.append(run_in_subprocess(case, device, precision, args, repeats))
+        rows.append(f"| {CASES[case]} | " + " | ".join(cells) + " |")
+        print(rows[-1], flush=True)
 
-        card = card_name(device)
-        date = datetime.date.today().isoformat()
-        body = "\n".join(
-            [
-                f"### Model forward + backward on {device.upper()}: {card}",
-                "",
-                f"Command: `{command.strip()}`; date {date}; torch {torch.__version__}; batch {args.batch}, "
-                f"{args.size}×{args.size}, {NUM_LABELS} labels, reference widths; median of {repeats} steps "
-                "after one warm-up step. Peak memory: growth during the warm-up step "
-                + ("(CUDA allocator; bf16 = autocast)." if device == "cuda" else "(process peak RSS)."),
-                "",
-                *rows,
-            ]
-        )
-        print("\n" + body + "\n")
-        if not args.no_write:
-            update_section(args.output, f"{device}: {card}", body)
-            print(f"updated {args.output}")
+    repeats = ", ".join(f"{d.upper()} {args.repeats or (20 if d == 'cuda' else 2)}" for d in args.devices)
+    table = (
+        f"Batch {args.batch}, {args.size}x{args.size}, {NUM_LABELS} labels, reference widths; one forward + "
+        f"backward per step; median over timed steps ({repeats}) after one warm-up step. CPU: {cpu_name()}. "
+        "Peak memory is the growth during the warm-up step: process peak RSS on CPU, the CUDA allocator's "
+        "peak on CUDA; bf16 = autocast.\n\n" + "\n".join(rows)
+    )
+    if not args.no_write:
+        write_section(f"model:{machine()}", f"Model forward + backward: {machine()}", table)
+    print(table)
 
 
 if __name__ == "__main__":

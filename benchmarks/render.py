@@ -2,8 +2,8 @@
 
 Usage::
 
-    python benchmarks/render.py                     # every backend available here
-    python benchmarks/render.py --backends embree --sizes 256 --batches 1 16 --no-write
+    python -m benchmarks.render                     # every backend available here
+    python -m benchmarks.render --backends embree --sizes 256 --batches 1 16 --no-write
 
 Writes a section per machine into docs/benchmarks.md (unless --no-write).
 """

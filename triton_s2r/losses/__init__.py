@@ -1,0 +1,24 @@
+"""TRITON losses: small pure functions returning unweighted scalar tensors (METHOD.md §4).
+
+The system weights and sums them in one place (reference weights: gan 1, recon 10, content 1, cycle 10,
+surface consistency 20, texture reality 2).
+"""
+
+from __future__ import annotations
+
+from triton_s2r.losses.adversarial import discriminator_adversarial_loss, generator_adversarial_loss
+from triton_s2r.losses.reconstruction import ms_ssim, ms_ssim_levels, reconstruction_loss
+from triton_s2r.losses.surface_consistency import surface_consistency_loss, unproject_to_texels
+from triton_s2r.losses.texture_reality import texture_reality_loss, texture_reality_target
+
+__all__ = [
+    "discriminator_adversarial_loss",
+    "generator_adversarial_loss",
+    "ms_ssim",
+    "ms_ssim_levels",
+    "reconstruction_loss",
+    "surface_consistency_loss",
+    "texture_reality_loss",
+    "texture_reality_target",
+    "unproject_to_texels",
+]

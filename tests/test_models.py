@@ -1,0 +1,252 @@
+"""CPU tests of the TRITON networks on tiny configurations (channels 8, 32x32 images, few texels)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from triton_s2r.models import (
+    MultiScaleDiscriminator,
+    NeuralTexture,
+    RasterTexture,
+    SimInput,
+    StyleFreeGenerator,
+    sample_label_textures,
+    texel_centers,
+    texture_projection,
+    uvl_hint,
+)
+
+NUM_LABELS = 3
+
+
+def make_gbuffer(batch: int = 2, size: int = 32, num_labels: int = NUM_LABELS, seed: int = 0):
+    """Random per-pixel UVs and labels, about a quarter of them void."""
+    generator = torch.Generator().manual_seed(seed)
+    uv = torch.rand(batch, 2, size, size, generator=generator)
+    label = torch.randint(0, num_labels + 1, (batch, size, size), generator=generator)
+    return uv, label
+
+
+def tiny_texture(**overrides) -> NeuralTexture:
+    options = dict(num_labels=NUM_LABELS, num_frequencies=8, frequency_scale=2.0, hidden_channels=8)
+    options.update(overrides)
+    return NeuralTexture(**options)
+
+
+def tiny_generator(in_channels: int, **overrides) -> StyleFreeGenerator:
+    options = dict(base_channels=8, num_res_blocks=1, input_noise_std=0.0)
+    options.update(overrides)
+    return StyleFreeGenerator(in_channels, **options)
+
+
+def per_label_loop(texture: NeuralTexture, uv, label):
+    """Slow reference: run each label's MLP on every pixel and keep that label's pixels."""
+    features = texture.encode(uv.permute(0, 2, 3, 1))
+    out = torch.zeros(*label.shape, texture.out_channels)
+    for index in range(texture.num_labels):
+        hidden = features
+        for layer, (weight, bias) in enumerate(zip(texture.weights, texture.biases, strict=True)):
+            hidden = hidden @ weight[index] + bias[index, 0]
+            hidden = torch.sigmoid(hidden) if layer == len(texture.weights) - 1 else torch.relu(hidden)
+        out[label == index + 1] = hidden[label == index + 1]
+    return out.permute(0, 3, 1, 2)
+
+
+def test_neural_texture_shape_dtype_range_and_void():
+    uv, label = make_gbuffer()
+    out = tiny_texture(out_channels=5)(uv, label)
+    assert out.shape == (2, 5, 32, 32) and out.dtype == torch.float32
+    assert out.min() >= 0 and out.max() <= 1
+    assert torch.all(out.permute(0, 2, 3, 1)[label == 0] == 0)
+    assert torch.all(out.permute(0, 2, 3, 1)[label > 0] > 0)  # sigmoid is never exactly 0
+
+
+@pytest.mark.parametrize("tile_size", [1, 5, 4096])
+def test_neural_texture_batched_labels_match_per_label_loop(tile_size):
+    uv, label = make_gbuffer()
+    texture = tiny_texture(tile_size=tile_size)
+    torch.testing.assert_close(texture(uv, label), per_label_loop(texture, uv, label), rtol=1e-5, atol=1e-6)
+
+
+def test_neural_texture_all_void_gives_zeros_and_keeps_graph():
+    uv, _ = make_gbuffer()
+    texture = tiny_texture()
+    out = texture(uv, torch.zeros(2, 32, 32, dtype=torch.int64))
+    assert torch.all(out == 0)
+    out.sum().backward()
+    assert all(torch.all(weight.grad == 0) for weight in texture.weights)
+
+
+def test_neural_texture_is_deterministic_for_a_seed_and_state_dict_reproduces_it():
+    uv, label = make_gbuffer()
+    first, second, other = tiny_texture(seed=7), tiny_texture(seed=7), tiny_texture(seed=8)
+    assert torch.equal(first(uv, label), second(uv, label))
+    assert not torch.equal(first.frequencies, other.frequencies)
+    assert "frequencies" in first.state_dict()
+    other.load_state_dict(first.state_dict())
+    assert torch.equal(other(uv, label), first(uv, label))
+
+
+def test_neural_texture_eval_output_equals_train_output():
+    uv, label = make_gbuffer()
+    texture = tiny_texture()
+    train_out = texture.train()(uv, label)
+    assert torch.equal(texture.eval()(uv, label), train_out)
+
+
+def test_bake_matches_exact_queries_at_texel_centres():
+    texture = tiny_texture(tile_size=50)  # several bake chunks
+    resolution = 12
+    baked = texture.bake(resolution)
+    assert baked.shape == (NUM_LABELS, 3, resolution, resolution)
+    centres = texel_centers(resolution).permute(2, 0, 1).expand(NUM_LABELS, 2, resolution, resolution)
+    label = torch.arange(1, NUM_LABELS + 1).view(-1, 1, 1).expand(-1, resolution, resolution)
+    torch.testing.assert_close(texture(centres, label), baked, rtol=1e-5, atol=1e-6)
+    baked_mode = tiny_texture(sampling="baked", bake_resolution=resolution)
+    assert torch.equal(baked_mode(centres, label), baked)
+
+
+def test_rows_follow_u_and_columns_follow_v():
+    texture = tiny_texture()
+    with torch.no_grad():
+        texture.frequencies[1].zero_()  # the encoding, hence the texture, now depends on u only
+    baked = texture.bake(16)
+    assert baked.std(dim=-1).max() < 1e-6  # constant along columns (v)
+    assert baked.std(dim=-2).min() > 1e-3  # varies along rows (u)
+
+    raster = RasterTexture(num_labels=1, out_channels=1, resolution=4)
+    with torch.no_grad():
+        raster.levels[0].copy_(torch.arange(4.0).view(1, 1, 4, 1).expand(1, 1, 4, 4))  # value = row
+    uv = torch.tensor([[0.625, 0.1], [0.625, 0.9], [0.125, 0.5]]).T.reshape(1, 2, 1, 3)
+    out = raster(uv, torch.ones(1, 1, 3, dtype=torch.int64))
+    torch.testing.assert_close(out.flatten(), torch.tensor([2.0, 2.0, 0.0]))
+
+
+def test_raster_bilinear_texel_centres_border_clamp_and_no_label_leak():
+    textures = torch.zeros(2, 1, 4, 4)
+    textures[0, 0, 1, 2], textures[0, 0, 2, 2] = 1.0, 3.0
+    textures[1] = 10.0
+    # u = 0.375 / 0.625 are centres of rows 1 / 2; 0.5 lies halfway; v = 0.625 is column 2's centre.
+    uv = torch.tensor([[0.375, 0.625], [0.625, 0.625], [0.5, 0.625], [0.0, 0.0], [1.0, 1.0]]).T.reshape(
+        1, 2, 1, 5
+    )
+    out = sample_label_textures(textures, uv, torch.ones(1, 1, 5, dtype=torch.int64)).flatten()
+    torch.testing.assert_close(out, torch.tensor([1.0, 3.0, 2.0, 0.0, 0.0]))  # label 2's 10s never leak in
+    void = sample_label_textures(textures, uv, torch.zeros(1, 1, 5, dtype=torch.int64))
+    assert torch.all(void == 0)
+
+
+def test_raster_mip_levels_keep_initial_texture_and_all_receive_gradient():
+    uv, label = make_gbuffer()
+    plain = RasterTexture(NUM_LABELS, resolution=16, seed=3)
+    mipped = RasterTexture(NUM_LABELS, resolution=16, num_mip_levels=3, seed=3)
+    out = mipped(uv, label)
+    assert torch.equal(out, plain(uv, label))
+    out.square().sum().backward()
+    for level in mipped.levels:
+        assert level.grad.abs().sum() > 0 and torch.isfinite(level.grad).all()
+    assert mipped.bake().shape == (NUM_LABELS, 3, 16, 16)
+    with pytest.raises(ValueError, match="divisible"):
+        RasterTexture(NUM_LABELS, resolution=12, num_mip_levels=4)
+
+
+def test_labels_outside_the_label_set_raise():
+    uv, label = make_gbuffer()
+    with pytest.raises(ValueError, match="num_labels"):
+        tiny_texture()(uv, label + NUM_LABELS)
+    with pytest.raises(TypeError, match="int64"):
+        RasterTexture(NUM_LABELS, resolution=8)(uv, label.int())
+
+
+def test_uvl_hint_range_and_void():
+    uv, label = make_gbuffer()
+    hint = uvl_hint(uv, label, NUM_LABELS)
+    assert hint.shape == (2, 3, 32, 32) and hint.min() >= -1 and hint.max() <= 1
+    assert torch.all(hint.permute(0, 2, 3, 1)[label == 0] == -1)
+    torch.testing.assert_close(hint[:, 2][label == NUM_LABELS], torch.ones(int((label == NUM_LABELS).sum())))
+
+
+def test_sim_input_layout_and_ablation_multipliers():
+    uv, label = make_gbuffer()
+    texture = tiny_texture(out_channels=4)(uv, label)
+    hint, projection = uvl_hint(uv, label, NUM_LABELS), texture_projection(texture, label)
+    full = SimInput(NUM_LABELS, texture_channels=4)
+    x_a = full(texture, uv, label)
+    assert x_a.shape == (2, full.out_channels, 32, 32) == (2, 7, 32, 32)
+    torch.testing.assert_close(x_a[:, :3], hint + projection[:, :3])
+    torch.testing.assert_close(x_a[:, 3:6], hint)
+    torch.testing.assert_close(x_a[:, 6:], projection[:, 3:])
+    no_texture = SimInput(NUM_LABELS, texture_channels=4, texture_multiplier=0.0)(texture, uv, label)
+    torch.testing.assert_close(no_texture[:, :3], hint)
+    texture_only = SimInput(NUM_LABELS, texture_channels=4, hint_multiplier=0.0)(texture, uv, label)
+    torch.testing.assert_close(texture_only[:, :3], projection[:, :3])
+    assert torch.all(projection.permute(0, 2, 3, 1)[label == 0] == 0)
+
+
+def test_generator_shapes_content_code_and_range():
+    x_a = torch.randn(2, 6, 32, 32)
+    generator = tiny_generator(6)
+    content = generator.encode(x_a)
+    assert content.shape == (2, 8, 8, 8) and content.min() >= 0
+    sim_to_real = tiny_generator(3).decode(content)
+    assert sim_to_real.shape == (2, 3, 32, 32) and sim_to_real.abs().max() <= 1
+    assert generator(x_a).shape == x_a.shape
+    deeper = tiny_generator(3, num_downsample=3, content_channels=4)
+    assert deeper.encode(torch.randn(1, 3, 32, 32)).shape == (1, 4, 4, 4)
+
+
+def test_generator_deterministic_for_a_seed_in_eval_and_noisy_in_train():
+    x = torch.randn(1, 3, 32, 32)
+    torch.manual_seed(0)
+    first = tiny_generator(3, input_noise_std=0.1)
+    torch.manual_seed(0)
+    second = tiny_generator(3, input_noise_std=0.1)
+    assert torch.equal(first.eval()(x), second.eval()(x))
+    first.train()
+    assert not torch.equal(first(x), first(x))  # encoder input noise only while training
+
+
+def test_discriminator_scales_and_patch_shapes():
+    discriminator = MultiScaleDiscriminator(6, base_channels=8, num_layers=2, num_scales=3)
+    logits = discriminator(torch.randn(2, 6, 32, 32))
+    assert [tuple(scale.shape) for scale in logits] == [(2, 1, 8, 8), (2, 1, 4, 4), (2, 1, 2, 2)]
+    assert all(torch.isfinite(scale).all() for scale in logits)
+
+
+def test_bf16_autocast_texture_keeps_fourier_phases_in_float32():
+    uv, label = make_gbuffer()
+    texture = tiny_texture(frequency_scale=10.0)
+    reference = texture(uv, label)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low_precision = texture(uv, label)
+    torch.testing.assert_close(low_precision.float(), reference, atol=0.05, rtol=0)
+
+
+@pytest.mark.parametrize(
+    "texture_kind, texture_multiplier, hint_multiplier",
+    [
+        ("neural", 1.0, 1.0),  # TRITON
+        ("neural", 0.0, 1.0),  # no texture: MUNIT-like
+        ("neural", 2.0, 0.0),  # texture only
+        ("neural_baked", 1.0, 1.0),
+        ("raster", 1.0, 1.0),  # raster TRITON
+        ("raster_mip", 1.0, 1.0),
+    ],
+)
+def test_ablation_variants_build_and_translate(texture_kind, texture_multiplier, hint_multiplier):
+    texture = {
+        "neural": lambda: tiny_texture(),
+        "neural_baked": lambda: tiny_texture(sampling="baked", bake_resolution=16),
+        "raster": lambda: RasterTexture(NUM_LABELS, resolution=16),
+        "raster_mip": lambda: RasterTexture(NUM_LABELS, resolution=16, num_mip_levels=3),
+    }[texture_kind]()
+    sim_input = SimInput(NUM_LABELS, texture_multiplier=texture_multiplier, hint_multiplier=hint_multiplier)
+    uv, label = make_gbuffer()
+    x_a = sim_input(texture(uv, label), uv, label)
+    x_ab = tiny_generator(3).decode(tiny_generator(sim_input.out_channels).encode(x_a))
+    assert x_ab.shape == (2, 3, 32, 32) and torch.isfinite(x_ab).all()
+    x_ab.mean().backward()
+    texture_grads = [parameter.grad for parameter in texture.parameters()]
+    reaches_texture = any(grad is not None and grad.abs().sum() > 0 for grad in texture_grads)
+    assert reaches_texture == (texture_multiplier != 0)

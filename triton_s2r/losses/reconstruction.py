@@ -1,0 +1,143 @@
+"""Reconstruction criterion Ω and MS-SSIM (paper §3.2 ℓrec, ℓcon, ℓcyc; METHOD.md §4.1, §8.11).
+
+The reference uses Ω(x, y) = mean|x - y| - MS-SSIM(x, y) for every reconstruction-type term (the paper
+writes L2 - MS-SSIM). Here Ω is one of
+
+* ``"l1"``: mean|x - y|;  ``"l2"``: mean (x - y)²;
+* ``"l1_ms_ssim"`` (reference) / ``"l2_ms_ssim"`` (paper): the above plus ``1 - MS-SSIM(x, y)``.
+
+``1 - MS-SSIM`` differs from the reference's ``-MS-SSIM`` by a constant, so gradients are the same and
+identical images give 0. The MS-SSIM is torchmetrics' (tested upstream) with a **fixed** ``data_range``
+(the reference guessed it from one argument), Gaussian window σ = 1.5 (11 taps), the standard level
+weights, and the reference's ``normalize=True`` mapping s → (s + 1) / 2 per level (torchmetrics'
+``normalize="simple"``), which keeps the product of powers real and positive. Unlike the reference it
+raises the last level's SSIM to its own weight once (the reference's product applied it four times).
+
+Small inputs (64² content codes, test images) cannot hold five levels of an 11-tap window; instead of
+shrinking the window as the reference did, ``ms_ssim`` uses the most levels that fit and renormalises
+their weights to sum to 1 (256² → 5 levels, 128² → 4, 64² → 3, 32² → 2).
+
+Content reconstruction ``Ω(E_B(x_ab), E_A(x_a))`` and cycle ``Ω(G_A(E_B(x_ab)), x_a)`` are calls of
+``reconstruction_loss`` with the matching tensors and data ranges.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+from torchmetrics.functional.image import multiscale_structural_similarity_index_measure
+
+CRITERIA = ("l1", "l2", "l1_ms_ssim", "l2_ms_ssim")
+MS_SSIM_BETAS = (0.0448, 0.2856, 0.3001, 0.2363, 0.1333)
+_KERNEL_SIZE = 11  # the Gaussian window torchmetrics derives from sigma = 1.5
+
+
+def ms_ssim_levels(height: int, width: int, max_levels: int = len(MS_SSIM_BETAS)) -> int:
+    """Number of MS-SSIM levels that fit an image.
+
+    A level fits when it passes torchmetrics' size check and the coarsest level is still larger than
+    the window's reflect padding.
+
+    Args:
+        height: image height.
+        width: image width.
+        max_levels: upper bound, at most 5.
+
+    Returns:
+        Levels in 1..max_levels, or 0 when not even one level fits (side < 11).
+    """
+    side = min(height, width)
+    levels = 0
+    for n in range(1, min(max_levels, len(MS_SSIM_BETAS)) + 1):
+        fits_check = side // max(1, n - 1) ** 2 > _KERNEL_SIZE - 1 and side >= 2**n
+        fits_padding = side // 2 ** (n - 1) > _KERNEL_SIZE // 2
+        if not (fits_check and fits_padding):
+            break
+        levels = n
+    return levels
+
+
+def ms_ssim(x: Tensor, y: Tensor, data_range: float, max_levels: int = len(MS_SSIM_BETAS)) -> Tensor:
+    """Multi-scale SSIM, channel by channel, averaged over the batch.
+
+    Computed in float32 with autocast off (the variances of SSIM are cancellation-prone in bf16).
+
+    Args:
+        x: (B, C, H, W) float; any channel count (6-channel x_a, 8-channel content codes).
+        y: same shape as ``x``.
+        data_range: fixed value range of the inputs, e.g. 2.0 for images in [-1, 1].
+        max_levels: at most this many levels (fewer for small inputs, see ``ms_ssim_levels``).
+
+    Returns:
+        Scalar float32 in [0, 1]; 1 for identical inputs.
+
+    Raises:
+        ValueError: if the images are smaller than 11 pixels on a side.
+    """
+    if x.shape != y.shape or x.ndim != 4:
+        raise ValueError(
+            f"ms_ssim expects two (B, C, H, W) tensors of one shape, got {x.shape} and {y.shape}"
+        )
+    levels = ms_ssim_levels(x.shape[-2], x.shape[-1], max_levels)
+    if levels == 0:
+        raise ValueError(
+            f"MS-SSIM needs images of at least {_KERNEL_SIZE}x{_KERNEL_SIZE}, got {tuple(x.shape[-2:])}; "
+            "use the 'l1' or 'l2' criterion for smaller inputs"
+        )
+    total = sum(MS_SSIM_BETAS[:levels])
+    betas = tuple(beta / total for beta in MS_SSIM_BETAS[:levels])
+    with torch.autocast(device_type=x.device.type, enabled=False):
+        return multiscale_structural_similarity_index_measure(
+            x.float(),
+            y.float(),
+            sigma=1.5,
+            kernel_size=_KERNEL_SIZE,
+            data_range=data_range,
+            betas=betas,
+            normalize="simple",
+            reduction="elementwise_mean",
+        )
+
+
+def reconstruction_loss(
+    prediction: Tensor,
+    target: Tensor,
+    criterion: str = "l1_ms_ssim",
+    data_range: float = 2.0,
+    mask: Tensor | None = None,
+) -> Tensor:
+    """Ω(prediction, target) for within-domain, content, cycle and texture-reality terms.
+
+    Args:
+        prediction: (B, C, H, W) float.
+        target: (B, C, H, W) float, same shape; not detached here (the reference lets gradients reach
+            the texture through x_a targets).
+        criterion: one of ``CRITERIA``; reference "l1_ms_ssim".
+        data_range: value range for MS-SSIM: 2 for images in [-1, 1]; for x_a channels 0-2 with
+            multipliers (m_h, m_t) it is 2·(m_h + m_t).
+        mask: optional (B, H, W) or (B, 1, H, W) bool/float, 1 where pixels count. L1/L2 average over
+            the masked pixels only; MS-SSIM compares ``prediction·mask`` with ``target·mask``, so masked-out
+            pixels agree exactly and pass no gradient.
+
+    Returns:
+        Scalar float32, unweighted; 0 for identical inputs; L1/L2 parts in [0, ∞), MS-SSIM part in [0, 1].
+    """
+    if criterion not in CRITERIA:
+        raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
+    if prediction.shape != target.shape:
+        raise ValueError(
+            f"prediction {tuple(prediction.shape)} and target {tuple(target.shape)} differ in shape"
+        )
+    prediction, target = prediction.float(), target.float()
+    difference = prediction - target
+    error = difference.abs() if criterion.startswith("l1") else difference**2
+    if mask is None:
+        loss = error.mean()
+    else:
+        weight = (mask if mask.ndim == 4 else mask.unsqueeze(1)).to(error.dtype)
+        covered = weight.sum() * error.shape[1]
+        loss = (error * weight).sum() / covered.clamp(min=1.0)
+        prediction, target = prediction * weight, target * weight
+    if criterion.endswith("ms_ssim"):
+        loss = loss + (1.0 - ms_ssim(prediction, target, data_range))
+    return loss

@@ -1,0 +1,125 @@
+"""Unprojection ("surface") consistency ℓUC (paper §3.3, appendix §A.2; METHOD.md §4.3 with the §10 fixes).
+
+There is no second camera: the "views" are the other images of the batch. Each translated image is
+splatted into its labels' D×D UV grids, and ℓUC penalises how much a texel's colour differs between the
+images that see it:
+
+1. **Splat.** Every non-void pixel adds its colour to the 4 texels around its (u, v) in its label's grid,
+   with bilinear weights (``texture_space.bilinear_taps``: rows = u, columns = v, texel centres at
+   (i + 0.5) / D, the sampling convention of the textures), accumulating colour and weight sums.
+2. **Per-image texel mean** ω[n, l, c, t] = colour sum / weight sum, with w[n, l, t] the weight sum.
+3. **Optional colour normalisation** (reference code, not the paper): ω / (‖ω‖₂ + ε_c), judging by hue
+   more than brightness as ε_c → 0.
+4. **Weighted std across the batch** per (label, channel, texel): mean = Σ_n w·ω / Σ_n w,
+   var = Σ_n w·(ω - mean)² / Σ_n w, std = sqrt(var + ε) - sqrt(ε) (finite gradient at var = 0,
+   and exactly 0 when all images agree).
+5. **Average over valid texels**, those seen by at least ``min_views`` (≥ 2) images, and channels.
+   The reference averaged over all L·3·D² entries, so unseen texels diluted the loss, and its
+   sqrt(var) had an infinite gradient where all views agreed.
+
+Void pixels (label 0) are excluded. Gradients flow into the image only; uv and label are data.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from triton_s2r.models.texture_space import bilinear_taps, check_labels
+
+
+def unproject_to_texels(
+    image: Tensor, uv: Tensor, label: Tensor, num_labels: int, grid_size: int = 128
+) -> tuple[Tensor, Tensor]:
+    """Bilinearly splat each image into per-label UV grids (steps 1-2 above).
+
+    Vectorised with ``index_add``; no loops over pixels, labels or images.
+
+    Args:
+        image: (B, C, H, W) float, e.g. a translation x_ab in [-1, 1].
+        uv: (B, 2, H, W) float; channel 0 = u, 1 = v, in [0, 1] (clamped).
+        label: (B, H, W) int64; 0 = void (ignored), 1..K = objects.
+        num_labels: K.
+        grid_size: D, texels per side of each label's grid. Reference: 128.
+
+    Returns:
+        ``(texel_mean, texel_weight)``: (B, K, C, D, D) float32 per-image weighted mean colour (0 where
+        unseen) and (B, K, D, D) float32 splatted weight; ``[n, l - 1, :, row, col]`` is label l at
+        ``(u, v) ≈ ((row + 0.5) / D, (col + 0.5) / D)``. The weight-averaged ``texel_mean`` over the batch
+        is the "recovered texture".
+    """
+    check_labels(label, num_labels)
+    batch, channels = image.shape[:2]
+    # float32 accumulation: index_add in bf16 would round the sums of many pixels.
+    colours = image.float().permute(0, 2, 3, 1).reshape(-1, channels)  # (B*H*W, C)
+    flat_label = label.reshape(-1)
+    keep = torch.nonzero(flat_label > 0).squeeze(1)
+    colours = colours[keep]
+    u = uv[:, 0].reshape(-1)[keep].float()
+    v = uv[:, 1].reshape(-1)[keep].float()
+    image_index = torch.div(keep, label[0].numel(), rounding_mode="floor")
+    grid_base = ((image_index * num_labels + flat_label[keep] - 1) * grid_size) * grid_size
+
+    r0, r1, wr0, wr1 = bilinear_taps(u, grid_size)
+    c0, c1, wc0, wc1 = bilinear_taps(v, grid_size)
+    index = torch.cat([grid_base + r * grid_size + c for r, c in ((r0, c0), (r0, c1), (r1, c0), (r1, c1))])
+    weight = torch.cat([wr0 * wc0, wr0 * wc1, wr1 * wc0, wr1 * wc1])  # (4M,)
+
+    num_texels = batch * num_labels * grid_size * grid_size
+    weighted_colours = colours.repeat(4, 1) * weight[:, None]  # (4M, C), tap-major like ``index``
+    colour_sum = colours.new_zeros(num_texels, channels).index_add(0, index, weighted_colours)
+    weight_sum = weight.new_zeros(num_texels).index_add(0, index, weight)
+    seen = weight_sum > 0
+    texel_mean = colour_sum / torch.where(seen, weight_sum, torch.ones_like(weight_sum))[:, None]
+
+    texel_mean = texel_mean.view(batch, num_labels, grid_size, grid_size, channels).permute(0, 1, 4, 2, 3)
+    return texel_mean, weight_sum.view(batch, num_labels, grid_size, grid_size)
+
+
+def surface_consistency_loss(
+    image: Tensor,
+    uv: Tensor,
+    label: Tensor,
+    num_labels: int,
+    grid_size: int = 128,
+    eps: float = 1e-8,
+    color_normalization_eps: float | None = None,
+    min_views: int = 2,
+) -> Tensor:
+    """ℓUC: weighted std of each texel's colour across the images of the batch.
+
+    Args:
+        image: (B, C, H, W) float, the translation x_ab in [-1, 1]; needs B ≥ 2 to be non-zero.
+        uv: (B, 2, H, W) float; channel 0 = u, 1 = v, in [0, 1].
+        label: (B, H, W) int64; 0 = void (excluded), 1..K = objects.
+        num_labels: K.
+        grid_size: D, texels per side of each label's UV grid. Reference: 128.
+        eps: ε in sqrt(var + ε) - sqrt(ε).
+        color_normalization_eps: if set, divide each per-image texel colour by (its L2 norm + this)
+            before the statistics (the reference code used 0.1; the paper has no such step). None = off.
+        min_views: texels seen (with non-zero splat weight) by fewer images are ignored; at least 2.
+
+    Returns:
+        Scalar float32 ≥ 0, unweighted: the mean std over channels and valid texels; 0 (still attached
+        to the graph) when no texel is seen by ``min_views`` images.
+    """
+    if min_views < 2:
+        raise ValueError(f"min_views must be >= 2 (a std needs two views), got {min_views}")
+    texel_mean, texel_weight = unproject_to_texels(image, uv, label, num_labels, grid_size)
+    if color_normalization_eps is not None:
+        texel_mean = texel_mean / (texel_mean.norm(dim=2, keepdim=True) + color_normalization_eps)
+
+    weight = texel_weight.unsqueeze(2)  # (B, K, 1, D, D)
+    total = weight.sum(dim=0)  # (K, 1, D, D)
+    views = (texel_weight > 0).sum(dim=0)  # (K, D, D)
+    valid = views >= min_views
+    safe_total = torch.where(total > 0, total, torch.ones_like(total))
+    mean = (weight * texel_mean).sum(dim=0) / safe_total  # (K, C, D, D)
+    variance = (weight * (texel_mean - mean) ** 2).sum(dim=0) / safe_total
+    std = torch.sqrt(variance + eps) - eps**0.5
+
+    channels = texel_mean.shape[2]
+    valid_count = valid.sum() * channels
+    # Masking by multiplication keeps the graph connected even when nothing is valid.
+    std_sum = (std * valid.unsqueeze(1).to(std.dtype)).sum()
+    return std_sum / valid_count.clamp(min=1)

@@ -1,0 +1,115 @@
+"""The simulated-domain network input x_a: texture projection plus UVL hint (METHOD.md §2.5).
+
+With π the sampled texture mapped to [-1, 1] and ``hint = 2·uvl - 1``, the reference builds
+
+    x_a = [hint·m_h + π_rgb·m_t,  hint]                      (6 channels)
+
+so the "no texture" ablation (pure MUNIT) is ``texture_multiplier = 0`` and the "texture only" ablation
+is ``hint_multiplier = 0``. Textures with C > 3 channels append their extra channels, times m_t, after the
+hint (6 + C - 3 channels in all). Void pixels (label 0) have π = 0 and uv = 0, so their hint is -1.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+
+def uvl_image(uv: Tensor, label: Tensor, num_labels: int) -> Tensor:
+    """The 3-channel UVL image fed to networks (METHOD.md §1.1).
+
+    Args:
+        uv: (B, 2, H, W) float; u, v in [0, 1] (clamped); ignored at void pixels.
+        label: (B, H, W) int64; 0 = void, 1..K = objects.
+        num_labels: K.
+
+    Returns:
+        (B, 3, H, W) float32 in [0, 1]: (u, v, label / K), all zero at void pixels.
+    """
+    solid = (label > 0).unsqueeze(1).float()
+    uv = uv.float().clamp(0.0, 1.0) * solid
+    return torch.cat([uv, label.unsqueeze(1).float() / num_labels], dim=1)
+
+
+def uvl_hint(uv: Tensor, label: Tensor, num_labels: int) -> Tensor:
+    """The UVL hint ``2·uvl - 1``.
+
+    Args:
+        uv: (B, 2, H, W) float; u, v in [0, 1].
+        label: (B, H, W) int64; 0 = void, 1..K = objects.
+        num_labels: K.
+
+    Returns:
+        (B, 3, H, W) float32 in [-1, 1]; (-1, -1, -1) at void pixels.
+    """
+    return 2.0 * uvl_image(uv, label, num_labels) - 1.0
+
+
+def texture_projection(texture: Tensor, label: Tensor) -> Tensor:
+    """The texture projection π: the sampled texture mapped from [0, 1] to [-1, 1].
+
+    Args:
+        texture: (B, C, H, W) sampled texture, about [0, 1] (see ``NeuralTexture.forward``).
+        label: (B, H, W) int64; 0 = void.
+
+    Returns:
+        (B, C, H, W) in [-1, 1]; zero at void pixels (no surface, so no texture).
+    """
+    return (2.0 * texture - 1.0) * (label > 0).unsqueeze(1).to(texture.dtype)
+
+
+class SimInput(nn.Module):
+    """Builds x_a from a sampled texture and the G-buffer's uv and label (no parameters).
+
+    Args:
+        num_labels: K, number of object labels (void excluded); scales the label channel.
+        texture_channels: C of the texture; x_a has ``6 + C - 3`` channels.
+        texture_multiplier: m_t, scales π; 0 gives the "no texture" (pure MUNIT) ablation. Reference: 1.
+        hint_multiplier: m_h, scales the hint added to π; 0 gives the "texture only" ablation.
+            Reference: 1 (0 at the end of the paper's run, METHOD.md §5.2).
+    """
+
+    def __init__(
+        self,
+        num_labels: int,
+        texture_channels: int = 3,
+        texture_multiplier: float = 1.0,
+        hint_multiplier: float = 1.0,
+    ) -> None:
+        super().__init__()
+        if texture_channels < 3:
+            raise ValueError(f"texture_channels must be >= 3 (RGB first), got {texture_channels}")
+        self.num_labels = num_labels
+        self.texture_channels = texture_channels
+        self.texture_multiplier = texture_multiplier
+        self.hint_multiplier = hint_multiplier
+
+    @property
+    def out_channels(self) -> int:
+        """Channels of x_a: 3 (hint + texture) + 3 (hint) + extra texture channels."""
+        return 6 + self.texture_channels - 3
+
+    def forward(self, texture: Tensor, uv: Tensor, label: Tensor) -> Tensor:
+        """Build x_a.
+
+        Args:
+            texture: (B, C, H, W) sampled texture in about [0, 1], zero at void pixels.
+            uv: (B, 2, H, W) float; u, v in [0, 1].
+            label: (B, H, W) int64; 0 = void, 1..K = objects.
+
+        Returns:
+            (B, 6 + C - 3, H, W) float32: channels 0-2 ``hint·m_h + π[:3]·m_t`` (range
+            [-(m_h + m_t), m_h + m_t]), 3-5 the hint in [-1, 1], then ``π[3:]·m_t``.
+        """
+        if texture.shape[1] != self.texture_channels:
+            raise ValueError(f"expected a {self.texture_channels}-channel texture, got {texture.shape[1]}")
+        hint = uvl_hint(uv, label, self.num_labels)
+        # float32 keeps the UV hint precise under autocast; the convolutions cast as they need.
+        projection = texture_projection(texture.float(), label) * self.texture_multiplier
+        return torch.cat([hint * self.hint_multiplier + projection[:, :3], hint, projection[:, 3:]], dim=1)
+
+    def extra_repr(self) -> str:
+        return (
+            f"num_labels={self.num_labels}, texture_multiplier={self.texture_multiplier}, "
+            f"hint_multiplier={self.hint_multiplier}"
+        )
