@@ -27,9 +27,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
       "$VENV/bin/python" -m pip install -q torch==2.13.0
     fi
   fi
-  extras="dev"
+  extras="dev,scenes"
   if command -v nvcc >/dev/null 2>&1 && "$VENV/bin/python" -c 'import torch,sys; sys.exit(not torch.cuda.is_available())'; then
-    extras="dev,gpu"
+    extras="dev,scenes,gpu"
   fi
   echo "installing triton_s2r[$extras] (editable)"
   "$VENV/bin/python" -m pip install -q -e ".[$extras]"

@@ -30,6 +30,25 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected I/N such as 0/4, got {text!r}") from None
+    if not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"shard I/N needs 0 <= I < N, got {text!r}")
+    return i, n
+
+
+def _make_dataset(args: argparse.Namespace) -> int:
+    from triton_s2r.benchmark.dataset import make_dataset
+
+    root = make_dataset(args.out, preset=args.preset, seed=args.seed, frames=args.frames, resolution=args.resolution,
+                        shard=args.shard, backend=args.backend, uvl_format=args.uvl_format, real=not args.no_real)
+    print(f"dataset ready: {root.resolve()} (manifest: {root.resolve() / 'dataset.yaml'})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="triton-s2r",
@@ -54,6 +73,27 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--format", choices=["png", "exr"], default="png",
                       help="UVL file format (16-bit PNG or float EXR)")
     demo.set_defaults(func=_demo)
+
+    make = sub.add_parser(
+        "make-dataset",
+        help="build the tabletop robot benchmark (sim UVL frames + paired path-traced 'real' frames)",
+        description="Build the tabletop benchmark: a Franka Panda, a table and five objects; unpaired train_sim / "
+        "train_real splits, a paired test split and paired video sequences. Deterministic for a seed; resumes "
+        "where it stopped; --shard I/N renders every N-th frame so N processes can share the work. Needs the "
+        "'scenes' extra (pybullet, yourdfpy, xatlas, mitsuba). Format: data/README.md.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    make.add_argument("--preset", choices=["tiny", "small", "full"], default="tiny", help="dataset size")
+    make.add_argument("--out", type=Path, required=True, help="output folder")
+    make.add_argument("--seed", type=int, default=0, help="random seed (states, appearance, noise)")
+    make.add_argument("--frames", type=int, default=None, help="frames per training split (overrides the preset)")
+    make.add_argument("--resolution", type=int, default=None, help="image size in pixels (overrides the preset)")
+    make.add_argument("--shard", type=_shard, default=(0, 1), help="render only shard I of N (I/N)")
+    make.add_argument("--backend", choices=["auto", "embree", "nvdiffrast"], default="auto",
+                      help="render backend for the sim frames")
+    make.add_argument("--uvl-format", choices=["png", "exr"], default="png", help="UVL file format")
+    make.add_argument("--no-real", action="store_true", help="skip the path-traced real frames (sim only)")
+    make.set_defaults(func=_make_dataset)
     return parser
 
 

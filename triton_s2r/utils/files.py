@@ -20,6 +20,9 @@ def atomic_write(path: str | os.PathLike) -> Iterator[Path]:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; give the final file ordinary permissions
     try:
         yield Path(tmp)
         os.replace(tmp, path)

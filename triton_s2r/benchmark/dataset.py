@@ -1,0 +1,232 @@
+"""Generate the tabletop benchmark dataset: baked assets, states, UVL frames and paired "real" renders.
+
+Layout (format version 1, documented in data/README.md)::
+
+    DIR/dataset.yaml                  manifest: version, labels, camera, resolution, splits, counts, provenance
+    DIR/assets/scene.yaml, meshes/    baked posable meshes with UVs (our scene-file format)
+    DIR/<split>/states.npz            per-frame object poses, cameras, joints
+    DIR/<split>/uvl/NNNNNN.png        sim frames, reference TRITON UVL format (16-bit PNG or EXR)
+    DIR/<split>/real/NNNNNN.png       "real" frames (8-bit RGB), path traced with hidden appearance
+
+Splits: ``train_sim`` (UVL only) and ``train_real`` (real only) come from independent states (unpaired);
+``test`` and ``sequences/seq_NNN`` hold both, paired. Everything is a function of the seed; every file is
+written atomically and skipped if present, so an interrupted run resumes, and ``--shard I/N`` processes
+can share one output folder (or separate ones, merged by copying).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import trimesh
+import yaml
+from tqdm import tqdm
+
+from triton_s2r import __version__
+from triton_s2r.benchmark.robot import Panda
+from triton_s2r.benchmark.tabletop import build_scene, frame_state, sample_states, sample_trajectory
+from triton_s2r.render.rasterizer import make_rasterizer
+from triton_s2r.render.scene import FrameState, Scene
+from triton_s2r.render.uvl import gbuffer_to_uvl, write_uvl
+from triton_s2r.utils.files import atomic_savez, atomic_write, write_image
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Sizes of a benchmark dataset."""
+
+    resolution: int
+    train_sim: int
+    train_real: int
+    test: int
+    sequences: int
+    sequence_frames: int
+    spp: int
+
+
+PRESETS = {
+    "tiny": Preset(resolution=64, train_sim=16, train_real=16, test=8, sequences=1, sequence_frames=8, spp=8),
+    "small": Preset(resolution=128, train_sim=400, train_real=400, test=64, sequences=2, sequence_frames=32, spp=32),
+    "full": Preset(resolution=256, train_sim=2000, train_real=1000, test=200, sequences=4, sequence_frames=64, spp=64),
+}
+
+
+@dataclass(frozen=True)
+class Split:
+    name: str
+    state: FrameState
+    joints: np.ndarray
+    sim: bool
+    real: bool
+
+
+def make_dataset(
+    out: str | os.PathLike,
+    *,
+    preset: str = "tiny",
+    seed: int = 0,
+    frames: int | None = None,
+    resolution: int | None = None,
+    shard: tuple[int, int] = (0, 1),
+    backend: str = "auto",
+    uvl_format: str = "png",
+    real: bool = True,
+) -> Path:
+    """Build (or finish building) a benchmark dataset in ``out``.
+
+    Args:
+        out: output folder (created).
+        preset: ``tiny``, ``small`` or ``full`` (see ``PRESETS``).
+        seed: everything (states, appearance, noise) is a function of it.
+        frames: override the number of frames of each training split (test split: an eighth, at least 4).
+        resolution: override the image size (square).
+        shard: ``(i, n)``: render only frames whose index is i modulo n.
+        backend: render backend for the sim frames.
+        uvl_format: ``png`` (16-bit) or ``exr`` (float32).
+        real: also path trace the real frames (Mitsuba, extra ``scenes``).
+
+    Returns:
+        The dataset folder.
+    """
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    index, count = shard
+    if not 0 <= index < count:
+        raise ValueError(f"shard must be I/N with 0 <= I < N, got {index}/{count}")
+    if (frames is not None and frames < 1) or (resolution is not None and resolution < 8):
+        raise ValueError(f"frames must be >= 1 and resolution >= 8, got frames={frames}, resolution={resolution}")
+    p = PRESETS[preset]
+    if frames is not None:
+        p = Preset(p.resolution, frames, frames, max(frames // 8, 4), p.sequences, p.sequence_frames, p.spp)
+    if resolution is not None:
+        p = Preset(resolution, p.train_sim, p.train_real, p.test, p.sequences, p.sequence_frames, p.spp)
+    root = Path(out)
+    root.mkdir(parents=True, exist_ok=True)
+
+    panda = Panda.load()
+    scene = build_scene(panda)
+    splits = _sample_splits(scene, panda, p, seed)
+    if not real:
+        splits = [Split(s.name, s.state, s.joints, s.sim, False) for s in splits if s.sim]
+    _write_assets(scene, root / "assets")
+    for split in splits:
+        (root / split.name).mkdir(parents=True, exist_ok=True)
+        s = split.state
+        atomic_savez(root / split.name / "states.npz", object_poses=s.object_poses.numpy(),
+                     world_from_camera=s.camera.world_from_camera.numpy(), intrinsics=s.camera.intrinsics.numpy(),
+                     joints=split.joints, object_names=np.array([o.name for o in scene.objects]))
+    _write_manifest(root, scene, p, preset, seed, splits, uvl_format)
+
+    rasterizer = make_rasterizer(backend)
+    appearance = None
+    if any(split.real for split in splits):
+        from triton_s2r.benchmark.appearance import make_appearance
+        from triton_s2r.benchmark.real import render_real
+
+        appearance = make_appearance(scene, seed=seed)
+    for split_index, split in enumerate(splits):
+        todo = [i for i in range(split.state.batch_size) if i % count == index]
+        uvl_dir, real_dir = root / split.name / "uvl", root / split.name / "real"
+        for folder, wanted in ((uvl_dir, split.sim), (real_dir, split.real)):
+            if wanted:
+                folder.mkdir(exist_ok=True)
+        missing = [i for i in todo if (split.sim and not (uvl_dir / f"{i:06d}.{uvl_format}").exists())
+                   or (split.real and not (real_dir / f"{i:06d}.png").exists())]
+        with tqdm(total=len(todo), initial=len(todo) - len(missing), desc=split.name, unit="frame") as bar:
+            for start in range(0, len(missing), 8):
+                chunk = missing[start:start + 8]
+                state = split.state.select(chunk)
+                if split.sim:
+                    uvl = gbuffer_to_uvl(rasterizer.render(scene, state), scene.labels).cpu()
+                    for j, i in enumerate(chunk):
+                        write_uvl(uvl_dir / f"{i:06d}.{uvl_format}", uvl[j])
+                if split.real:
+                    # Frame ids unique across splits, so every frame gets its own lighting and noise.
+                    ids = [split_index * 1_000_000 + i for i in chunk]
+                    images = render_real(scene, state, appearance=appearance, spp=p.spp, seed=seed, frame_ids=ids)
+                    for j, i in enumerate(chunk):
+                        write_image(real_dir / f"{i:06d}.png", images[j])
+                bar.update(len(chunk))
+    return root
+
+
+def _sample_splits(scene: Scene, panda: Panda, p: Preset, seed: int) -> list[Split]:
+    """States of every split, each from its own random stream (so splits are disjoint draws)."""
+    streams = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3 + p.sequences)]
+    limits = panda.joint_limits()
+    splits = []
+    for name, n, rng, sim, real in (("train_sim", p.train_sim, streams[0], True, False),
+                                     ("train_real", p.train_real, streams[1], False, True),
+                                     ("test", p.test, streams[2], True, True)):
+        sample = sample_states(rng, n, limits)
+        splits.append(Split(name, frame_state(scene, panda, sample, width=p.resolution, height=p.resolution),
+                            sample.joints, sim, real))
+    for k in range(p.sequences):
+        sample = sample_trajectory(streams[3 + k], p.sequence_frames, limits)
+        splits.append(Split(f"sequences/seq_{k:03d}",
+                            frame_state(scene, panda, sample, width=p.resolution, height=p.resolution),
+                            sample.joints, True, True))
+    return splits
+
+
+def _write_assets(scene: Scene, folder: Path) -> None:
+    """Bake every object's mesh (object frame, with UVs) and a scene file that loads them."""
+    (folder / "meshes").mkdir(parents=True, exist_ok=True)
+    entries = []
+    for obj in scene.objects:
+        path = folder / "meshes" / f"{obj.name}.obj"
+        if not path.exists():
+            m = obj.mesh
+            # Split corners so that each vertex has one UV (what OBJ readers hand back anyway).
+            pos, uv = m.v_pos[m.t_pos_idx].reshape(-1, 3), m.v_uv[m.t_uv_idx].reshape(-1, 2)
+            faces = torch.arange(pos.shape[0]).reshape(-1, 3)
+            mesh = trimesh.Trimesh(pos.numpy(), faces.numpy(), process=False,
+                                   visual=trimesh.visual.TextureVisuals(uv=uv.numpy()))
+            text = trimesh.exchange.obj.export_obj(mesh, include_normals=False, write_texture=False)
+            # Keep the UVs (vt) but drop the reference to a material file we do not write.
+            text = "\n".join(line for line in text.splitlines() if not line.startswith(("mtllib", "usemtl")))
+            with atomic_write(path) as tmp:
+                tmp.write_text(text + "\n")
+        entries.append({"name": obj.name, "label": scene.labels.names[obj.label - 1], "mesh": f"meshes/{obj.name}.obj"})
+    spec = {
+        "labels": [{"name": n, "value": v} for n, v in zip(scene.labels.names, scene.labels.values, strict=True)],
+        "void_value": scene.labels.void_value,
+        "objects": entries,
+    }
+    with atomic_write(folder / "scene.yaml") as tmp:
+        tmp.write_text(yaml.safe_dump(spec, sort_keys=False))
+
+
+def _write_manifest(root: Path, scene: Scene, p: Preset, preset: str, seed: int, splits: list[Split],
+                    uvl_format: str) -> None:
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "name": f"triton_s2r tabletop benchmark ({preset})",
+        "preset": preset,
+        "seed": seed,
+        "resolution": [p.resolution, p.resolution],
+        "uvl_format": uvl_format,
+        "labels": scene.labels.to_dict(),
+        "scene": "assets/scene.yaml",
+        "camera": {"convention": "OpenCV (x right, y down, z forward), see docs/rendering.md",
+                   "states": "<split>/states.npz"},
+        "splits": {s.name: {"frames": s.state.batch_size, "sim": s.sim, "real": s.real} for s in splits},
+        "render": {"spp": p.spp, **asdict(p)},
+        "provenance": {
+            "generator": f"triton_s2r {__version__} (triton-s2r make-dataset)",
+            "created": datetime.date.today().isoformat(),
+            "robot": "Franka Panda meshes from pybullet_data (zlib licence), UVs by xatlas (MIT)",
+            "objects": "procedural primitives (triton_s2r.render.primitives)",
+            "real_appearance": "procedurally generated textures and lighting (triton_s2r.benchmark.appearance), "
+                               "path traced with Mitsuba 3 (BSD-3-Clause)",
+        },
+    }
+    with atomic_write(root / "dataset.yaml") as tmp:
+        tmp.write_text(yaml.safe_dump(manifest, sort_keys=False))

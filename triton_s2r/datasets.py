@@ -1,0 +1,192 @@
+"""Reading datasets: benchmark folders (``dataset.yaml``) and plain user folders of UVL frames and photos.
+
+Every loader validates what it reads and fails with a message naming the file and the fix: missing or
+corrupt files, images of the wrong size, label values missing from the label table. UVs slightly
+outside [0, 1] (the reference Blender data has them) are clamped and counted, with one warning per folder.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+import torch
+import yaml
+from torch import Tensor
+from torch.utils.data import Dataset
+
+from triton_s2r.render.camera import Camera
+from triton_s2r.render.gbuffer import GBuffer
+from triton_s2r.render.scene import FrameState, LabelTable
+from triton_s2r.render.uvl import UVL_SUFFIXES, load_uvl_gbuffer
+
+SUPPORTED_FORMAT_VERSIONS = (1,)
+PHOTO_SUFFIXES = (".png", ".jpg", ".jpeg")
+
+
+class DatasetError(ValueError):
+    """A dataset folder is incomplete or inconsistent; the message names the file and the fix."""
+
+
+def _listing(folder: Path, suffixes: tuple[str, ...], what: str) -> list[Path]:
+    if not folder.is_dir():
+        raise DatasetError(f"{folder}: {what} folder not found")
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in suffixes and not p.name.startswith("."))
+    if not files:
+        raise DatasetError(f"{folder}: no {what} files ({', '.join(suffixes)}) in this folder")
+    return files
+
+
+class UVLFrames(Dataset):
+    """A folder of UVL frames (reference TRITON format, ``.exr`` or 16-bit ``.png``), in file-name order.
+
+    Items are one-frame G-buffers: ``uv`` (1, 2, H, W) in [0, 1] and ``label`` (1, H, W).
+
+    Args:
+        folder: the folder.
+        labels: label table mapping the files' label values to ids.
+        size: expected (H, W); a frame of another size is an error. None: the first frame's size.
+    """
+
+    def __init__(self, folder: str | os.PathLike, labels: LabelTable, size: tuple[int, int] | None = None) -> None:
+        self.folder = Path(folder)
+        self.labels = labels
+        self.files = _listing(self.folder, UVL_SUFFIXES, "UVL frame")
+        self.size = size
+        self.clamped_pixels = 0  # UV values outside [0, 1] seen so far (clamped)
+        self._warned = False
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, index: int) -> GBuffer:
+        path = self.files[index]
+        gbuffer = load_uvl_gbuffer(path, self.labels)
+        size = (gbuffer.height, gbuffer.width)
+        if self.size is None:
+            self.size = size
+        elif size != tuple(self.size):
+            raise DatasetError(f"{path}: frame is {size[0]}x{size[1]} (HxW) but {self.folder} holds "
+                               f"{self.size[0]}x{self.size[1]} frames; re-render or resize it (nearest only)")
+        outside = int(((gbuffer.uv < 0) | (gbuffer.uv > 1)).sum())
+        if outside:
+            self.clamped_pixels += outside
+            if not self._warned:
+                warnings.warn(f"{path}: {outside} UV values outside [0, 1] were clamped (counted in "
+                              f"UVLFrames.clamped_pixels); check your exporter", stacklevel=2)
+                self._warned = True
+            gbuffer = GBuffer(uv=gbuffer.uv.clamp(0, 1), label=gbuffer.label)
+        return gbuffer
+
+
+class Photos(Dataset):
+    """A folder of RGB photos (PNG or JPEG), in file-name order; items are (3, H, W) float32 in [0, 1]."""
+
+    def __init__(self, folder: str | os.PathLike) -> None:
+        self.folder = Path(folder)
+        self.files = _listing(self.folder, PHOTO_SUFFIXES, "photo")
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, index: int) -> Tensor:
+        return read_photo(self.files[index])
+
+
+def read_photo(path: str | os.PathLike) -> Tensor:
+    """Read an 8- or 16-bit RGB image as a (3, H, W) float32 tensor in [0, 1]; errors name the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"photo not found: {path}")
+    img = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    if img is None:
+        raise DatasetError(f"{path}: not a readable image; re-export or delete it")
+    if img.ndim == 2:
+        img = np.repeat(img[..., None], 3, axis=2)
+    scale = 65535.0 if img.dtype == np.uint16 else 255.0
+    rgb = img[..., 2::-1].astype(np.float32) / scale  # BGR(A) -> RGB
+    return torch.from_numpy(np.ascontiguousarray(rgb.transpose(2, 0, 1)))
+
+
+def load_states(path: str | os.PathLike, width: int, height: int) -> FrameState:
+    """Read a ``states.npz`` written by ``triton-s2r make-dataset`` (poses, cameras) as a FrameState."""
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"{path}: states file not found; rerun `triton-s2r make-dataset` on this folder")
+    with np.load(path) as data:
+        pose, intrinsics = torch.from_numpy(data["world_from_camera"]), torch.from_numpy(data["intrinsics"])
+        camera = Camera(pose, intrinsics, width, height)
+        return FrameState(torch.from_numpy(data["object_poses"]), camera)
+
+
+@dataclass(frozen=True)
+class BenchmarkDataset:
+    """A dataset folder described by ``dataset.yaml`` (format in data/README.md)."""
+
+    root: Path
+    manifest: dict
+    labels: LabelTable
+
+    @classmethod
+    def open(cls, root: str | os.PathLike, *, check_files: bool = True) -> BenchmarkDataset:
+        """Read and check the manifest; with ``check_files``, also that every listed frame exists."""
+        root = Path(root)
+        path = root / "dataset.yaml"
+        if not path.is_file():
+            raise DatasetError(f"{path} not found: not a triton_s2r dataset; build one with "
+                               f"`triton-s2r make-dataset --out {root}`")
+        try:
+            manifest = yaml.safe_load(path.read_text())
+            version = manifest["format_version"]
+            labels = LabelTable(tuple(manifest["labels"]["names"]), tuple(manifest["labels"]["values"]),
+                                manifest["labels"]["void_value"])
+        except (yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
+            raise DatasetError(f"{path}: not a valid manifest ({exc})") from exc
+        if version not in SUPPORTED_FORMAT_VERSIONS:
+            raise DatasetError(f"{path}: format version {version} is not supported by this triton_s2r "
+                               f"(supports {SUPPORTED_FORMAT_VERSIONS}); upgrade triton_s2r or rebuild the dataset")
+        dataset = cls(root, manifest, labels)
+        if check_files:
+            dataset.check_files()
+        return dataset
+
+    @property
+    def resolution(self) -> tuple[int, int]:
+        """(H, W) of every frame."""
+        h, w = self.manifest["resolution"]
+        return int(h), int(w)
+
+    @property
+    def splits(self) -> dict[str, dict]:
+        return self.manifest["splits"]
+
+    def frame_paths(self, split: str, kind: str) -> list[Path]:
+        """Expected files of ``split``; ``kind`` is ``"uvl"`` or ``"real"``."""
+        info = self.splits[split]
+        suffix = self.manifest["uvl_format"] if kind == "uvl" else "png"
+        return [self.root / split / kind / f"{i:06d}.{suffix}" for i in range(info["frames"])]
+
+    def check_files(self) -> None:
+        """Raise if any frame listed by the manifest is missing (an interrupted build, or a lost shard)."""
+        for split, info in self.splits.items():
+            for kind in [k for k in ("uvl", "real") if info[k if k == "real" else "sim"]]:
+                missing = [p for p in self.frame_paths(split, kind) if not p.is_file()]
+                if missing:
+                    raise DatasetError(
+                        f"{self.root}: {len(missing)} {kind} frames of split {split!r} are missing (first: "
+                        f"{missing[0]}); rerun `triton-s2r make-dataset` with the same arguments to finish it"
+                    )
+
+    def uvl_frames(self, split: str) -> UVLFrames:
+        return UVLFrames(self.root / split / "uvl", self.labels, size=self.resolution)
+
+    def photos(self, split: str) -> Photos:
+        return Photos(self.root / split / "real")
+
+    def states(self, split: str) -> FrameState:
+        h, w = self.resolution
+        return load_states(self.root / split / "states.npz", width=w, height=h)
