@@ -74,6 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
                       help="UVL file format (16-bit PNG or float EXR)")
     demo.set_defaults(func=_demo)
 
+    sub.add_parser(
+        "train",
+        help="train TRITON (Hydra overrides, e.g. experiment=tiny data.root=DIR; `train --help` lists groups)",
+        add_help=False,
+    )
+
     make = sub.add_parser(
         "make-dataset",
         help="build the tabletop robot benchmark (sim UVL frames + paired path-traced 'real' frames)",
@@ -98,6 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["train"]:  # Hydra parses its own overrides
+        from triton_s2r.train import cli
+
+        return cli(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

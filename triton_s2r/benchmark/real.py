@@ -7,11 +7,13 @@ rectangular key light and a procedural room environment map, glossy ``principled
 model with blur, vignetting, sensor noise and a soft highlight roll-off. Lights, exposure, white balance
 and noise are jittered per frame from ``(seed, frame id)``.
 
-Mitsuba variant: ``llvm_ad_rgb`` is about 2.5x faster but needs libLLVM >= 19 (Debian 12's default
-libLLVM-15 aborts the process inside drjit's JIT). So the variant is, in order: the ``variant`` argument,
-the ``TRITON_MITSUBA_VARIANT`` environment variable, ``llvm_ad_rgb`` if a libLLVM >= 19 is installed
-*and* a tiny render succeeds in a child process (checked once per process, so a crash cannot take this
-process down), else ``scalar_rgb``.
+Mitsuba variant, in order: the ``variant`` argument; the ``TRITON_MITSUBA_VARIANT`` environment
+variable; the first of ``cuda_ad_rgb`` (when an NVIDIA driver is present) and ``llvm_ad_rgb`` (when a
+libLLVM >= 19 is installed) whose tiny probe render succeeds in a child process (checked once per
+process, so a crash cannot take this process down); else ``scalar_rgb``. ``llvm_ad_rgb`` is about 2.5x
+faster than ``scalar_rgb`` on CPU but Debian 12's default libLLVM-15 aborts inside drjit's JIT, hence
+the probe. Only ``scalar_rgb`` was run when this module was written. The variant changes Monte Carlo
+noise, so images are reproducible for a given variant only.
 
 Example::
 
@@ -30,6 +32,7 @@ import glob
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import weakref
@@ -48,14 +51,15 @@ from triton_s2r.render.scene import FrameState, Scene
 from triton_s2r.utils.optional import require
 
 VARIANT_ENV = "TRITON_MITSUBA_VARIANT"
-FAST_VARIANT = "llvm_ad_rgb"
+CUDA_VARIANT = "cuda_ad_rgb"
+LLVM_VARIANT = "llvm_ad_rgb"
 FALLBACK_VARIANT = "scalar_rgb"
 #: Dihedral angle (degrees) above which an edge stays sharp; below it, normals are smoothed across it.
 CREASE_ANGLE_DEG = 40.0
 
-# A child process renders one tiny image with the fast variant; exit code 0 means the JIT works.
+# A child process renders one tiny image with a JIT variant; exit code 0 means that variant works.
 _PROBE = (
-    "import mitsuba as mi; mi.set_variant('llvm_ad_rgb'); "
+    "import sys, mitsuba as mi; mi.set_variant(sys.argv[1]); "
     "s = mi.load_dict({'type': 'scene', 'shape': {'type': 'sphere'}, 'light': {'type': 'constant'}, "
     "'sensor': {'type': 'perspective', 'film': {'type': 'hdrfilm', 'width': 4, 'height': 4}}}); "
     "mi.render(s, spp=1).numpy()"
@@ -72,23 +76,30 @@ def select_variant(variant: str | None = None) -> str:
 
 @functools.cache
 def _auto_variant() -> str:
-    """``llvm_ad_rgb`` when libLLVM >= 19 is present and a probe render succeeds, else ``scalar_rgb``."""
-    if not (os.environ.get("DRJIT_LIBLLVM_PATH") or _has_libllvm(min_major=19)):
-        return FALLBACK_VARIANT  # skip the probe: drjit would pick an older libLLVM and abort
-    try:
-        probe = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, timeout=300, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return FALLBACK_VARIANT
-    return FAST_VARIANT if probe.returncode == 0 else FALLBACK_VARIANT
+    """The first JIT variant whose probe render succeeds in a child process, else ``scalar_rgb``."""
+    candidates = []
+    if os.path.exists("/dev/nvidia0") or shutil.which("nvidia-smi"):
+        candidates.append(CUDA_VARIANT)
+    # Without libLLVM >= 19 drjit would load an older one and abort, so don't even probe.
+    if os.environ.get("DRJIT_LIBLLVM_PATH") or _has_libllvm(min_major=19):
+        candidates.append(LLVM_VARIANT)
+    for name in candidates:
+        try:
+            probe = subprocess.run([sys.executable, "-c", _PROBE, name], capture_output=True, timeout=300, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if probe.returncode == 0:
+            return name
+    return FALLBACK_VARIANT
 
 
 def _has_libllvm(min_major: int) -> bool:
     """Whether a shared libLLVM of at least ``min_major`` is installed in a standard library folder."""
-    # Fixed folders only: a recursive search of /usr/lib or /usr/local/lib can take minutes.
-    patterns = ["/usr/lib/libLLVM*.so*", "/usr/lib/*-linux-gnu/libLLVM*.so*", "/usr/lib/llvm-*/lib/libLLVM*.so*",
-                "/usr/local/lib/libLLVM*.so*", "/opt/homebrew/lib/libLLVM*", "/usr/local/opt/llvm/lib/libLLVM*"]
-    for pattern in patterns:
-        for path in glob.glob(pattern):
+    # Fixed folders, not a recursive glob: /usr/lib holds symlink loops that make ``**`` run forever.
+    folders = ["/usr/lib", "/usr/lib64", "/usr/local/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+               *glob.glob("/usr/lib/llvm-*/lib"), "/opt/homebrew/opt/llvm/lib", "/usr/local/opt/llvm/lib"]
+    for folder in folders:
+        for path in glob.glob(os.path.join(folder, "libLLVM*")):
             match = re.search(r"libLLVM[-.](?:so\.)?(\d+)", os.path.basename(path))
             if match and int(match.group(1)) >= min_major:
                 return True

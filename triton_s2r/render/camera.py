@@ -160,6 +160,24 @@ class Camera:
         k = torch.stack([fx * factor, fy * factor, (cx + 0.5) * factor - 0.5, (cy + 0.5) * factor - 0.5], -1)
         return Camera(self.world_from_camera, k, self.width * factor, self.height * factor, self.near, self.far)
 
+    def resized(self, height: int, width: int) -> Camera:
+        """The same cameras rendering a (height, width) image of the same view (edges kept)."""
+        fx, fy, cx, cy = self.intrinsics.unbind(-1)
+        sx, sy = width / self.width, height / self.height
+        k = torch.stack([fx * sx, fy * sy, (cx + 0.5) * sx - 0.5, (cy + 0.5) * sy - 0.5], -1)
+        return Camera(self.world_from_camera, k, width, height, self.near, self.far)
+
+    def cropped(self, top: Tensor | int, left: Tensor | int, height: int, width: int) -> Camera:
+        """Cameras that render only the window [top, top + height) x [left, left + width) of this image.
+
+        Args:
+            top, left: window corner per camera, ints or (B,) tensors.
+        """
+        shift = torch.stack(torch.broadcast_tensors(torch.as_tensor(left), torch.as_tensor(top)), -1).float()
+        k = self.intrinsics.clone()
+        k[:, 2:] -= shift.to(k.device)
+        return Camera(self.world_from_camera, k, width, height, self.near, self.far)
+
     def select(self, index: Tensor | list[int] | slice) -> Camera:
         """The cameras at ``index`` of the batch."""
         pose, k = self.world_from_camera[index], self.intrinsics[index]

@@ -1,0 +1,193 @@
+"""CPU tests of the evaluation metrics (issue 7) on synthetic images and rendered G-buffers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from triton_s2r.metrics import object_mask, psnr, ssim, surface_consistency, warp_error
+from triton_s2r.render import make_rasterizer
+from triton_s2r.render.gbuffer import GBuffer
+from triton_s2r.render.primitives import builtin_frames
+
+TABLE = 1
+# Smooth texture c_k(label, u, v) = 0.5 + AMPLITUDE * sin(2 pi (a_k u + b_k v) + phase_k * label).
+AMPLITUDE = 0.1
+FREQUENCIES = torch.tensor([[1.0, 0.5], [0.5, 1.0], [0.75, -0.75]])  # (a_k, b_k) per channel
+PHASES = torch.tensor([0.7, 1.3, 2.1])
+# max |dc/du| + max |dc/dv| over channels: the interpolation bounds of the temporal metrics scale with it.
+TEXTURE_GRADIENT = AMPLITUDE * 2 * math.pi * FREQUENCIES.abs().sum(dim=1).max().item()
+
+
+def random_images(batch: int = 2, size: int = 24, seed: int = 0) -> torch.Tensor:
+    return torch.rand(batch, 3, size, size, generator=torch.Generator().manual_seed(seed))
+
+
+def smooth_texture(gbuffer: GBuffer) -> torch.Tensor:
+    """(T, 3, H, W) frames that are a fixed smooth function of (label, u, v); 0 on void."""
+    uv, label = gbuffer.uv, gbuffer.label.float()
+    angle = 2 * math.pi * torch.einsum("kc,tchw->tkhw", FREQUENCIES, uv) + PHASES.view(1, 3, 1, 1) * label[:, None]
+    return (0.5 + AMPLITUDE * torch.sin(angle)) * gbuffer.mask[:, None]
+
+
+def texel_aligned_sequence(num_frames: int = 4, size: int = 16, grid: int = 32, seed: int = 0):
+    """Frames sampling a random texture exactly at texel centres, the view shifting by (1, 2) texels a frame.
+
+    Two labels (left and right half of the image) and a void bottom row. The texture is noise, so any
+    wrong correspondence (label, row/column order, offset) shows up as a large difference.
+    """
+    texture = torch.rand(2, 3, grid, grid, generator=torch.Generator().manual_seed(seed))  # (K, C, rows=u, cols=v)
+    t = torch.arange(num_frames).view(-1, 1, 1)
+    rows = torch.arange(size).view(1, -1, 1) + t  # texel row (u) seen by pixel (r, c) of frame t
+    cols = torch.arange(size).view(1, 1, -1) + 2 * t
+    rows, cols = torch.broadcast_tensors(rows, cols)
+    label = torch.where(torch.arange(size) < size // 2, 1, 2).expand(num_frames, size, size).clone()
+    label[:, -1] = 0
+    uv = torch.stack([(rows + 0.5) / grid, (cols + 0.5) / grid], dim=1).float()
+    frames = texture[(label - 1).clamp(min=0), :, rows, cols].permute(0, 3, 1, 2) * (label > 0)[:, None]
+    return frames, GBuffer(uv, label), grid
+
+
+@pytest.fixture(scope="module")
+def orbit() -> GBuffer:
+    """The built-in scene from 6 cameras 15 degrees apart on an orbit, 48x48 (4 labels)."""
+    scene, state = builtin_frames(24, width=48, height=48)
+    return make_rasterizer("embree").render(scene, state)[0:6]
+
+
+def test_psnr_identical_images_score_exactly_the_cap():
+    images = random_images()
+    mask = torch.ones(2, 24, 24, dtype=torch.bool)
+    assert psnr(images, images.clone()).item() == 100.0
+    assert psnr(images, images.clone(), mask=mask, max_psnr=60.0).item() == 60.0
+    assert torch.equal(psnr(images, images, reduction="none"), torch.full((2,), 100.0))
+
+
+def test_psnr_matches_hand_computed_values_and_averages_per_image():
+    pred = torch.zeros(2, 3, 4, 4)
+    target = pred.clone()
+    target[0, 1, 2, 3] = 0.5  # image 0: one error of 0.5 among 48 values
+    target[1] = 0.1  # image 1: MSE 0.01 -> 20 dB
+    expected = [10 * math.log10(48 / 0.25), 20.0]
+    assert psnr(pred, target, reduction="none").tolist() == pytest.approx(expected, abs=1e-4)
+    assert psnr(pred, target).item() == pytest.approx(sum(expected) / 2, abs=1e-4)  # not PSNR of the mean MSE
+    mask = torch.zeros(2, 4, 4, dtype=torch.bool)
+    mask[:, 2, 2:] = True  # 2 pixels, 6 values, one of them wrong in image 0
+    assert psnr(pred, target, mask=mask, reduction="none")[0].item() == pytest.approx(10 * math.log10(24), abs=1e-4)
+
+
+def test_psnr_and_ssim_decrease_as_noise_grows():
+    images = random_images(size=32)
+    noise = torch.randn(images.shape, generator=torch.Generator().manual_seed(1))
+    scores = [(psnr(images, images + s * noise).item(), ssim(images, images + s * noise).item())
+              for s in (0.0, 0.01, 0.05, 0.2)]
+    psnrs, ssims = zip(*scores, strict=True)
+    assert psnrs[0] == 100.0 and all(a > b for a, b in zip(psnrs, psnrs[1:], strict=False))
+    assert ssims[0] == pytest.approx(1.0, abs=1e-6) and all(a > b for a, b in zip(ssims, ssims[1:], strict=False))
+    assert ssims[-1] < 0.9
+    # 10 log10(1 / s^2) for Gaussian noise of std s: a sanity check of units (dB, data range 1).
+    assert psnrs[2] == pytest.approx(-20 * math.log10(0.05), abs=0.3)
+
+
+def test_object_mask_excludes_void_and_excluded_labels():
+    label = torch.tensor([[[0, 1, 2], [3, 1, 0]]])
+    assert object_mask(label, exclude=[TABLE]).tolist() == [[[False, False, True], [True, False, False]]]
+    assert object_mask(label, exclude=(TABLE, 3)).tolist() == [[[False, False, True], [False, False, False]]]
+    assert torch.equal(object_mask(label), label != 0)
+
+
+def test_masked_psnr_and_ssim_ignore_pixels_outside_the_mask():
+    generator = torch.Generator().manual_seed(2)
+    label = torch.randint(0, 4, (2, 32, 32), generator=generator)
+    label[:, 8:20, 8:20] = 2  # a solid object so SSIM windows lie inside the mask too
+    mask = object_mask(label, exclude=[TABLE])
+    target = random_images(size=32, seed=3)
+    pred = (target + 0.1 * torch.randn(target.shape, generator=generator)).clamp(0, 1)
+    outside = ~mask[:, None]
+    pred_changed = torch.where(outside, torch.rand(pred.shape, generator=generator), pred)
+    target_changed = torch.where(outside, torch.rand(pred.shape, generator=generator), target)
+    for metric in (psnr, ssim):
+        reference = metric(pred, target, mask=mask)
+        assert metric(pred_changed, target_changed, mask=mask).item() == pytest.approx(reference.item(), abs=1e-6)
+        assert metric(pred_changed, target_changed).item() != pytest.approx(metric(pred, target).item(), abs=1e-3)
+        inside_changed = torch.where(mask[:, None], pred.flip(-1), pred)  # and pixels inside do count
+        assert metric(inside_changed, target, mask=mask).item() != pytest.approx(reference.item(), abs=1e-3)
+
+
+def test_ssim_with_full_mask_equals_unmasked_torchmetrics_value():
+    from torchmetrics.functional.image import structural_similarity_index_measure
+
+    pred, target = random_images(size=32, seed=4), random_images(size=32, seed=5)
+    full = torch.ones(2, 32, 32, dtype=torch.bool)
+    expected = structural_similarity_index_measure(pred, target, data_range=1.0, sigma=1.5, kernel_size=11)
+    assert ssim(pred, target).item() == pytest.approx(expected.item(), abs=1e-6)
+    assert ssim(pred, target, mask=full).item() == pytest.approx(expected.item(), abs=1e-6)
+
+
+def test_empty_masks_and_bad_shapes_raise():
+    images = random_images()
+    mask = torch.ones(2, 24, 24, dtype=torch.bool)
+    mask[1] = False
+    for metric in (psnr, ssim):
+        with pytest.raises(ValueError, match=r"empty in images \[1\]"):
+            metric(images, images, mask=mask)
+        with pytest.raises(ValueError, match="must both be"):
+            metric(images, images[:, :, :8])
+    frames, gbuffer, grid = texel_aligned_sequence()
+    with pytest.raises(ValueError, match="at least 2 frames"):
+        surface_consistency(frames[:1], gbuffer[0], 2, grid)
+    with pytest.raises(ValueError, match="matching the G-buffer"):
+        warp_error(frames[:3], gbuffer, grid)
+
+
+def test_temporal_metrics_are_zero_for_a_fixed_texture_sampled_at_texel_centres():
+    frames, gbuffer, grid = texel_aligned_sequence()
+    assert surface_consistency(frames, gbuffer, num_labels=2, grid_size=grid).item() < 1e-5
+    assert warp_error(frames, gbuffer, grid_size=grid).item() < 1e-5
+    # Negative control: one frame's correspondence off by a single texel in u is caught by both.
+    uv = gbuffer.uv.clone()
+    uv[2, 0] += 1 / grid
+    shifted = GBuffer(uv, gbuffer.label)
+    assert surface_consistency(frames, shifted, num_labels=2, grid_size=grid).item() > 0.05
+    assert warp_error(frames, shifted, grid_size=grid).item() > 0.05
+
+
+def test_surface_consistency_is_the_std_of_per_frame_offsets():
+    frames, gbuffer, grid = texel_aligned_sequence()
+    static = GBuffer(gbuffer.uv[:1].repeat(4, 1, 1, 1), gbuffer.label[:1].repeat(4, 1, 1))  # camera at rest
+    offsets = torch.tensor([0.0, 0.1, 0.0, 0.1]).view(4, 1, 1, 1)
+    flicker = frames[:1] + offsets  # every texel seen in all four frames with equal weight
+    assert surface_consistency(flicker, static, num_labels=2, grid_size=grid).item() == pytest.approx(0.05, abs=1e-6)
+    assert warp_error(flicker, static, grid_size=grid).item() == pytest.approx(0.1, abs=1e-6)
+
+
+def test_temporal_metrics_of_a_static_smooth_texture_under_camera_motion_are_within_their_bounds(orbit):
+    frames = smooth_texture(orbit)
+    grid = 128
+    consistency = surface_consistency(frames, orbit, num_labels=4, grid_size=grid).item()
+    flicker = warp_error(frames, orbit, grid_size=grid).item()
+    # Proven bounds (metric docstrings): gradient / D and 2 gradient / D; the means sit far below them.
+    assert consistency < TEXTURE_GRADIENT / grid and consistency < 1e-3
+    assert flicker < 2 * TEXTURE_GRADIENT / grid and flicker < 1e-3
+
+
+def test_surface_consistency_grows_monotonically_with_per_frame_noise(orbit):
+    frames = smooth_texture(orbit)
+    noise = torch.randn(frames.shape, generator=torch.Generator().manual_seed(6))
+    scores = [surface_consistency(frames + s * noise, orbit, num_labels=4).item() for s in (0.0, 0.01, 0.03, 0.1)]
+    assert all(a < b for a, b in zip(scores, scores[1:], strict=False)), scores
+    assert scores[-1] > 20 * scores[0]
+
+
+def test_warp_error_measures_per_frame_colour_changes(orbit):
+    frames = smooth_texture(orbit)
+    static = warp_error(frames, orbit).item()
+    delta = 0.05
+    offsets = delta * (torch.arange(frames.shape[0]) % 2).view(-1, 1, 1, 1).float()
+    changed = warp_error(frames + offsets * orbit.mask[:, None], orbit).item()
+    # Same counted pixels (they depend on the G-buffer only), each differing by +-delta plus the static
+    # interpolation error e: by the triangle inequality |mean|e +- delta| - delta| <= mean|e|.
+    assert abs(changed - delta) <= static + 1e-6
+    assert changed > 5 * static

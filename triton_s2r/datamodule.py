@@ -1,0 +1,152 @@
+"""Training data: unpaired sim and real batches, from a benchmark folder or plain user folders.
+
+The sim domain comes either from pre-rendered UVL frames (``sim_source="frames"``) or from scene states
+rendered in the loop (``sim_source="render"``): then a batch carries state indices and the system renders
+them on its own device at the current resolution stage (nvdiffrast on a GPU, embree on a CPU).
+
+Batches are drawn by ``EpochSampler``: a seeded permutation per epoch, so a run resumed at an epoch
+boundary sees exactly the batches an uninterrupted run sees.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytorch_lightning as pl
+import torch
+from torch import Tensor
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+from triton_s2r.datasets import BenchmarkDataset, Photos, UVLFrames
+from triton_s2r.render.scene import FrameState, LabelTable, Scene, load_scene
+
+
+class EpochSampler(Sampler[int]):
+    """``num_samples`` indices drawn uniformly from ``range(population)``, reseeded by (seed, epoch)."""
+
+    def __init__(self, population: int, num_samples: int, seed: int) -> None:
+        self.population, self.num_samples, self.seed, self.epoch = population, num_samples, seed, 0
+
+    def set_epoch(self, epoch: int) -> None:  # called by Lightning before each epoch
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def __iter__(self):
+        g = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+        return iter(torch.randint(0, self.population, (self.num_samples,), generator=g).tolist())
+
+
+class UnpairedDataset(Dataset):
+    """Item k pairs sim item ``k // len(real)`` with photo ``k % len(real)``.
+
+    The sim item is a dict with ``uv`` (2, H, W) and ``label`` (H, W) for pre-rendered frames, or
+    ``state`` (an index into the states) for rendering in the loop. Photos come in [-1, 1].
+    """
+
+    def __init__(self, sim: UVLFrames | int, real: Photos) -> None:
+        self.sim, self.real = sim, real
+        self.num_sim = sim if isinstance(sim, int) else len(sim)
+
+    def __len__(self) -> int:
+        return self.num_sim * len(self.real)
+
+    def __getitem__(self, k: int) -> dict[str, Tensor]:
+        i, j = divmod(k, len(self.real))
+        item = {"real": self.real[j] * 2 - 1}
+        if isinstance(self.sim, int):
+            item["state"] = torch.tensor(i)
+        else:
+            g = self.sim[i]
+            item["uv"], item["label"] = g.uv[0], g.label[0]
+        return item
+
+
+class TritonDataModule(pl.LightningDataModule):
+    """Unpaired training batches.
+
+    Args:
+        root: a benchmark dataset folder (``dataset.yaml``); built with ``make_dataset`` if missing and
+            ``build_preset`` is set. Ignored when ``sim_dir`` and ``real_dir`` are given.
+        build_preset: preset to build at ``root`` when it holds no dataset (None: error instead).
+        sim_source: ``"frames"`` (pre-rendered UVL files) or ``"render"`` (states rendered in the loop).
+        sim_dir, real_dir, labels: a plain user dataset instead of ``root``: UVL frames, photos, and the
+            label table as a dict (``names``, ``values``, ``void_value``).
+        batch_size: images per domain per step. Reference: 5.
+        steps_per_epoch: batches per epoch (checkpoints are written at epoch ends).
+        num_workers: data loader processes.
+        seed: seeds the sampling order.
+    """
+
+    def __init__(
+        self,
+        root: str | None = None,
+        build_preset: str | None = "tiny",
+        sim_source: str = "frames",
+        sim_dir: str | None = None,
+        real_dir: str | None = None,
+        labels: dict | None = None,
+        batch_size: int = 5,
+        steps_per_epoch: int = 100,
+        num_workers: int = 0,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        if sim_source not in ("frames", "render"):
+            raise ValueError(f"sim_source must be 'frames' or 'render', got {sim_source!r}")
+        if root is None and (sim_dir is None or real_dir is None or labels is None):
+            raise ValueError(
+                "give either data.root (a benchmark dataset) or data.sim_dir, data.real_dir and data.labels"
+            )
+        if sim_source == "render" and root is None:
+            raise ValueError("sim_source='render' needs a benchmark dataset (data.root) with baked assets and states")
+        self.root, self.build_preset, self.sim_source = root, build_preset, sim_source
+        self.sim_dir, self.real_dir, self.label_spec = sim_dir, real_dir, labels
+        self.batch_size, self.steps_per_epoch = batch_size, steps_per_epoch
+        self.num_workers, self.seed = num_workers, seed
+        self.dataset: BenchmarkDataset | None = None
+
+    def prepare_data(self) -> None:
+        """Build the benchmark preset at ``root`` if it holds no dataset yet (rank 0 only)."""
+        if self.root is not None and not (Path(self.root) / "dataset.yaml").is_file() and self.build_preset:
+            from triton_s2r.benchmark.dataset import make_dataset
+
+            make_dataset(self.root, preset=self.build_preset, seed=self.seed)
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.root is not None:
+            self.dataset = BenchmarkDataset.open(self.root)
+
+    @property
+    def labels(self) -> LabelTable:
+        if self.dataset is not None:
+            return self.dataset.labels
+        spec = self.label_spec or {}
+        return LabelTable(tuple(spec["names"]), tuple(spec["values"]), spec.get("void_value", 0))
+
+    def scene_and_states(self, split: str = "train_sim") -> tuple[Scene, FrameState]:
+        """Baked scene and the split's states, for rendering in the loop."""
+        if self.dataset is None:
+            raise RuntimeError("scene_and_states() needs a benchmark dataset (data.root)")
+        return load_scene(self.dataset.root / self.dataset.manifest["scene"]), self.dataset.states(split)
+
+    def train_dataset(self) -> UnpairedDataset:
+        if self.dataset is not None:
+            real = self.dataset.photos("train_real")
+            if self.sim_source == "render":
+                return UnpairedDataset(self.dataset.splits["train_sim"]["frames"], real)
+            return UnpairedDataset(self.dataset.uvl_frames("train_sim"), real)
+        return UnpairedDataset(UVLFrames(self.sim_dir, self.labels), Photos(self.real_dir))
+
+    def train_dataloader(self) -> DataLoader:
+        dataset = self.train_dataset()
+        sampler = EpochSampler(len(dataset), self.steps_per_epoch * self.batch_size, self.seed)
+        return DataLoader(dataset, batch_size=self.batch_size, sampler=sampler, num_workers=self.num_workers,
+                          drop_last=True, persistent_workers=self.num_workers > 0)
+
+
+def default_root(preset: str) -> str:
+    """Where a preset is built when no ``data.root`` is given: ``$TRITON_S2R_DATA`` or ``outputs/data``."""
+    return str(Path(os.environ.get("TRITON_S2R_DATA", "outputs/data")) / preset)

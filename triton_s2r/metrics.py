@@ -1,0 +1,271 @@
+"""Weight-free evaluation metrics: fidelity (PSNR, SSIM) and temporal consistency (issue 7; METHOD.md §7).
+
+Fidelity compares a translation with its paired real photo, over the whole image or over ``object_mask``
+(objects and robot only: no table, no void; the paper's "masked" columns, §7.1). Unlike the paper, which
+zeroes the table and still counts the zeros, the masked metrics here average over mask pixels only.
+
+Temporal consistency needs no real photo: correspondence between frames of one video sequence comes from
+the G-buffer, since pixels with the same label and UV see the same surface point (the convention of ℓUC,
+METHOD.md §4.3). ``surface_consistency`` is ℓUC taken over a sequence instead of a batch;
+``warp_error`` is a flicker measure between consecutive frames. Both resample colours through per-label
+D×D texel grids, so for a texture that varies within a texel they carry an interpolation error bounded
+by the texture's UV gradient times 1/D (see each function); it is the same for every method and for the
+real frames, which are scored alongside as the level to reach.
+
+All images are (B, 3, H, W) float in [0, 1] (data range 1). Functions return 0-dim float32 tensors;
+call ``.item()`` for JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+from torch import Tensor
+from torchmetrics.functional.image import structural_similarity_index_measure
+
+from triton_s2r.losses.surface_consistency import unproject_to_texels
+from triton_s2r.models.texture_space import sample_label_textures
+from triton_s2r.render.gbuffer import GBuffer
+from triton_s2r.render.scene import VOID
+
+# Frames splatted at once: bounds memory at about chunk·K·4·D² floats (16·9·4·128² ≈ 38 MB).
+_CHUNK = 16
+
+
+def object_mask(label: Tensor, exclude: Iterable[int] = ()) -> Tensor:
+    """Pixels of the objects and robot: label not void and not in ``exclude``.
+
+    Example: ``object_mask(gbuffer.label, exclude=[labels.id_of("table")])`` gives the paper's masked
+    columns.
+
+    Args:
+        label: (B, H, W) int64 label ids, 0 = void.
+        exclude: label ids to leave out as well, e.g. the table's.
+
+    Returns:
+        (B, H, W) bool, True on kept pixels.
+    """
+    excluded = torch.tensor(sorted(set(exclude)), dtype=label.dtype, device=label.device)
+    return (label != VOID) & ~torch.isin(label, excluded)
+
+
+def psnr(
+    pred: Tensor, target: Tensor, mask: Tensor | None = None, max_psnr: float = 100.0, reduction: str = "mean"
+) -> Tensor:
+    """Peak signal-to-noise ratio, 10·log10(1 / MSE), per image and averaged over the batch.
+
+    The MSE of each image is taken over its pixels (only those in ``mask`` if given) and channels.
+    Identical images (MSE 0) score exactly ``max_psnr``, and no image scores more, so the result is
+    never inf or NaN. The batch mean is of per-image PSNRs, not the PSNR of the mean MSE.
+
+    Args:
+        pred: (B, C, H, W) float in [0, 1], e.g. translated frames.
+        target: (B, C, H, W) float in [0, 1], the paired real photos.
+        mask: (B, H, W) bool pixels to score (e.g. ``object_mask``); None = all. Pixels outside the mask
+            have no influence.
+        max_psnr: cap in dB.
+        reduction: ``"mean"`` over the batch, or ``"none"`` for per-image values (to average over a
+            whole split with batches of unequal size).
+
+    Returns:
+        float32 dB in (-inf, max_psnr] (>= 0 for images in [0, 1]): 0-dim for ``"mean"``, (B,) for
+        ``"none"``.
+
+    Raises:
+        ValueError: shapes differ, or some image has an empty mask (drop such frames first, e.g. with
+            ``mask.flatten(1).any(1)``), or an unknown reduction.
+    """
+    _check_pair(pred, target, mask)
+    squared = (pred.double() - target.double()).pow(2).sum(dim=1)  # (B, H, W), summed over channels
+    if mask is None:
+        mse = squared.flatten(1).mean(dim=1) / pred.shape[1]
+    else:
+        count = mask.flatten(1).sum(dim=1)
+        mse = (squared * mask).flatten(1).sum(dim=1) / (count * pred.shape[1])
+    # 1/mse = inf for identical images; the clamp turns that into exactly max_psnr.
+    value = (10.0 * torch.log10(1.0 / mse)).clamp(max=max_psnr).float()
+    return _reduce(value, reduction)
+
+
+def ssim(pred: Tensor, target: Tensor, mask: Tensor | None = None, reduction: str = "mean") -> Tensor:
+    """Structural similarity (Wang et al. 2004): 11×11 Gaussian window, sigma 1.5, data range 1.
+
+    The SSIM map comes from torchmetrics' functional SSIM (reflect padding at the image border, so the
+    map covers every pixel). Per image it is averaged over channels and over all pixels, or over the
+    mask pixels only. With a mask, pixels outside it are set to 0 in *both* images before filtering,
+    so they cannot influence the score: windows that straddle the mask edge see identical zeros there.
+    With an all-True mask the result equals the unmasked one.
+
+    Args:
+        pred: (B, C, H, W) float in [0, 1]; H, W >= 6.
+        target: (B, C, H, W) float in [0, 1].
+        mask: (B, H, W) bool pixels to score; None = all.
+        reduction: ``"mean"`` over the batch or ``"none"`` for per-image values.
+
+    Returns:
+        float32 in [-1, 1], 1 for identical images: 0-dim for ``"mean"``, (B,) for ``"none"``.
+
+    Raises:
+        ValueError: shapes differ, some image has an empty mask, or an unknown reduction.
+    """
+    _check_pair(pred, target, mask)
+    pred, target = pred.float(), target.float()
+    if mask is not None:
+        keep = mask.unsqueeze(1).to(pred.dtype)
+        pred, target = pred * keep, target * keep
+    _, ssim_map = structural_similarity_index_measure(
+        pred, target, gaussian_kernel=True, sigma=1.5, kernel_size=11, data_range=1.0, reduction="none",
+        return_full_image=True,
+    )
+    if ssim_map.shape != pred.shape:  # guards against a torchmetrics release that crops the map
+        raise RuntimeError(f"torchmetrics returned an SSIM map of shape {tuple(ssim_map.shape)}, "
+                           f"expected {tuple(pred.shape)}")
+    if mask is None:
+        value = ssim_map.flatten(1).mean(dim=1)
+    else:
+        value = (ssim_map * keep).flatten(1).sum(dim=1) / (mask.flatten(1).sum(dim=1) * pred.shape[1])
+    return _reduce(value, reduction)
+
+
+def surface_consistency(frames: Tensor, gbuffer: GBuffer, num_labels: int, grid_size: int = 128) -> Tensor:
+    """How much each surface point's colour varies over one video sequence (lower is better).
+
+    ℓUC over a sequence (METHOD.md §4.3, without colour normalisation or ε): every frame is splatted
+    bilinearly into its labels' D×D UV grids (``unproject_to_texels``), giving a per-frame texel colour
+    ω_t and splat weight w_t. Per texel and channel, the std across frames is weighted by w_t
+    (population std, frames with w_t = 0 do not count); it is averaged over channels and over the texels
+    seen in at least 2 frames. Void pixels are ignored.
+
+    Frames rendered from a fixed texture score 0 when the pixels sample texel centres; otherwise each ω_t
+    is a convex combination of colours within 1/D of the texel centre in u and v, so the score is at most
+    (max |∂c/∂u| + max |∂c/∂v|) / D for a texture c(label, u, v) that does not change over time.
+
+    Args:
+        frames: (T, C, H, W) float in [0, 1], one sequence in time order, T >= 2.
+        gbuffer: the sequence's G-buffer, batch size T, same H, W.
+        num_labels: K, object labels 1..K (void excluded).
+        grid_size: D, texels per side of each label's grid (the ℓUC reference: 128).
+
+    Returns:
+        0-dim float32 >= 0, in colour units.
+
+    Raises:
+        ValueError: mismatched shapes, T < 2, or no texel seen in two frames.
+    """
+    _check_sequence(frames, gbuffer)
+    channels = frames.shape[1]
+    weight_sum = frames.new_zeros(num_labels, 1, grid_size, grid_size, dtype=torch.float64)
+    colour_sum = frames.new_zeros(num_labels, channels, grid_size, grid_size, dtype=torch.float64)
+    square_sum = torch.zeros_like(colour_sum)
+    views = torch.zeros(num_labels, grid_size, grid_size, dtype=torch.int64, device=frames.device)
+    for start in range(0, frames.shape[0], _CHUNK):
+        chunk = slice(start, start + _CHUNK)
+        texel_mean, texel_weight = unproject_to_texels(
+            frames[chunk], gbuffer.uv[chunk], gbuffer.label[chunk], num_labels, grid_size
+        )  # (n, K, C, D, D), (n, K, D, D)
+        # float64 sums make the one-pass variance E[ω²] - E[ω]² accurate to ~1e-16.
+        weight = texel_weight.double().unsqueeze(2)
+        colour = texel_mean.double()
+        weight_sum += weight.sum(dim=0)
+        colour_sum += (weight * colour).sum(dim=0)
+        square_sum += (weight * colour * colour).sum(dim=0)
+        views += (texel_weight > 0).sum(dim=0)
+    valid = views >= 2  # (K, D, D)
+    if not valid.any():
+        raise ValueError("surface_consistency: no texel is seen in two frames (sequence too short, or "
+                         f"grid_size={grid_size} too fine for the resolution)")
+    total = weight_sum.clamp(min=torch.finfo(torch.float64).tiny)
+    mean = colour_sum / total
+    std = (square_sum / total - mean * mean).clamp(min=0.0).sqrt()  # (K, C, D, D)
+    return std.permute(0, 2, 3, 1)[valid].mean().float()
+
+
+def warp_error(frames: Tensor, gbuffer: GBuffer, grid_size: int = 128) -> Tensor:
+    """Mean absolute colour change between consecutive frames at pixels that see the same surface point.
+
+    Correspondence is exact, through label and UV. For each pair (t, t+1), frame t is splatted bilinearly
+    into per-label D×D grids (colour sums S and weight sums W, ``unproject_to_texels``); each non-void
+    pixel q of frame t+1 gathers with the same bilinear taps at its own (label, u, v):
+    ĉ_t(q) = Σ a_k S_k / Σ a_k W_k. This is a kernel-weighted mean of frame-t pixels of q's label lying
+    within 2/D of q's (u, v) in both u and v; q counts only if such pixels exist (its surface point was
+    seen in frame t). The metric is mean |ĉ_t(q) - frame_{t+1}(q)| over channels and all counted pixels
+    of all pairs.
+
+    Hence a texture c(label, u, v) fixed over time scores at most 2·(max |∂c/∂u| + max |∂c/∂v|) / D
+    under any camera or object motion, and exactly 0 when the pixels sample texel centres. A larger D
+    lowers this interpolation error but needs denser pixels (fewer counted pixels).
+
+    Args:
+        frames: (T, C, H, W) float in [0, 1], one sequence in time order, T >= 2.
+        gbuffer: the sequence's G-buffer, batch size T, same H, W; labels 0..K.
+        grid_size: D, texels per side of each label's grid.
+
+    Returns:
+        0-dim float32 >= 0, in colour units (mean absolute difference per channel).
+
+    Raises:
+        ValueError: mismatched shapes, T < 2, or no pixel of frames 1..T-1 seen in the previous frame.
+    """
+    _check_sequence(frames, gbuffer)
+    num_frames, channels = frames.shape[:2]
+    num_labels = int(gbuffer.label.max())
+    if num_labels == VOID:
+        raise ValueError("warp_error: every pixel of the sequence is void")
+    total = frames.new_zeros((), dtype=torch.float64)
+    count = 0
+    for start in range(0, num_frames - 1, _CHUNK):
+        stop = min(start + _CHUNK, num_frames - 1)
+        src, dst = slice(start, stop), slice(start + 1, stop + 1)
+        texel_mean, texel_weight = unproject_to_texels(
+            frames[src], gbuffer.uv[src], gbuffer.label[src], num_labels, grid_size
+        )  # (n, K, C, D, D), (n, K, D, D)
+        pairs = stop - start
+        weight = texel_weight.unsqueeze(2)
+        # One table of (K·n) "labels" so a single gather serves every pair: pair i uses entries i·K + l.
+        table = torch.cat([texel_mean * weight, weight], dim=2).flatten(0, 1)  # (n·K, C + 1, D, D)
+        label = gbuffer.label[dst]
+        offset = (torch.arange(pairs, device=label.device) * num_labels).view(pairs, 1, 1)
+        folded = torch.where(label != VOID, label + offset, label)
+        gathered = sample_label_textures(table, gbuffer.uv[dst], folded)  # (n, C + 1, H, W)
+        seen = gathered[:, channels]
+        counted = (label != VOID) & (seen > 0)  # (n, H, W)
+        warped = gathered[:, :channels] / seen.clamp(min=torch.finfo(seen.dtype).tiny).unsqueeze(1)
+        difference = (warped - frames[dst].float()).abs().sum(dim=1)  # (n, H, W), summed over channels
+        total += difference[counted].double().sum()
+        count += int(counted.sum()) * channels
+    if count == 0:
+        raise ValueError("warp_error: no pixel of frames 1..T-1 sees a surface point seen in the previous "
+                         f"frame (grid_size={grid_size} too fine, or no shared surface)")
+    return (total / count).float()
+
+
+def _check_pair(pred: Tensor, target: Tensor, mask: Tensor | None) -> None:
+    if pred.ndim != 4 or pred.shape != target.shape:
+        raise ValueError(f"pred and target must both be (B, C, H, W); got {tuple(pred.shape)} and "
+                         f"{tuple(target.shape)}")
+    if mask is None:
+        return
+    b, _, h, w = pred.shape
+    if mask.shape != (b, h, w) or mask.dtype != torch.bool:
+        raise ValueError(f"mask must be (B, H, W) = {(b, h, w)} bool; got {tuple(mask.shape)} {mask.dtype}")
+    empty = torch.nonzero(~mask.flatten(1).any(dim=1)).flatten().tolist()
+    if empty:
+        raise ValueError(f"mask is empty in images {empty}: the masked metric is undefined there; "
+                         "drop those frames before scoring")
+
+
+def _check_sequence(frames: Tensor, gbuffer: GBuffer) -> None:
+    if frames.ndim != 4 or frames.shape[0] != gbuffer.batch_size or frames.shape[2:] != gbuffer.label.shape[1:]:
+        raise ValueError(f"frames must be (T, C, H, W) matching the G-buffer's (T, H, W) = "
+                         f"{tuple(gbuffer.label.shape)}; got {tuple(frames.shape)}")
+    if frames.shape[0] < 2:
+        raise ValueError(f"a temporal metric needs at least 2 frames, got {frames.shape[0]}")
+
+
+def _reduce(value: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return value.mean()
+    if reduction == "none":
+        return value
+    raise ValueError(f"unknown reduction {reduction!r}; choose 'mean' or 'none'")

@@ -1,0 +1,349 @@
+"""TritonSystem: the TRITON GAN step as a LightningModule with manual optimization (METHOD.md §4-5).
+
+Per batch: one forward pass of texture and both translators; then the discriminator step on the
+detached translations (no recomputation, METHOD.md §8 item 12); then the generator + texture step.
+Lightning pitfalls avoided on purpose:
+
+* ``global_step`` counts optimizer steps (two per batch here), so budgets are epochs of
+  ``steps_per_epoch`` batches, and the resolution and learning-rate schedules count ``batches_done``.
+* ``Trainer(gradient_clip_val=...)`` is refused in manual mode; clipping uses ``self.clip_gradients``.
+* Mixed precision is bf16 autocast (no grad scaler, so nothing to unscale before clipping); every loss
+  and the texture splatting run in fp32.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytorch_lightning as pl
+import torch
+from torch import Tensor
+
+from triton_s2r.augment import augment_real, augment_sim, random_crop_offsets, resize_shorter_side
+from triton_s2r.losses import (
+    discriminator_adversarial_loss,
+    generator_adversarial_loss,
+    reconstruction_loss,
+    surface_consistency_loss,
+    texture_reality_loss,
+    texture_reality_target,
+)
+from triton_s2r.models.discriminator import MultiScaleDiscriminator
+from triton_s2r.models.triton import TritonModel, to_unit
+from triton_s2r.render.scene import FrameState
+
+LOSS_TERMS = ("adversarial", "reconstruction", "content", "cycle", "surface_consistency", "texture_reality")
+
+
+class NonFiniteLossError(RuntimeError):
+    """Training produced non-finite losses too many times in a row."""
+
+
+class TritonSystem(pl.LightningModule):
+    """Trains texture, translators and discriminators.
+
+    Args:
+        model: texture + sim input + both auto-encoders.
+        discriminator_sim: D_A on x_a (``sim_input.out_channels`` channels).
+        discriminator_real: D_B on photos (3 channels).
+        loss_weights: weight per term of ``LOSS_TERMS``; reference: adversarial 1, reconstruction 10,
+            content 1, cycle 10, surface_consistency 20, texture_reality 2. A term with weight 0 is not computed.
+        gan_type: ``"lsgan"`` (reference) or ``"hinge"``.
+        criterion: Ω of the reconstruction, cycle and texture-reality terms (``"l1_ms_ssim"`` reference).
+        content_criterion: Ω of the content term (on 8-channel codes).
+        surface_grid_size: ℓUC texels per side per label. Reference: 128.
+        surface_color_normalization_eps: ℓUC colour normalisation (reference code 0.1; None = off, paper).
+        texture_reality_target: ``"projection"`` (paper: π) or ``"sim_input"`` (reference code: x_a[:3]).
+        lr: learning rate of generators and discriminators. Reference: 1e-4.
+        texture_lr_factor: texture learning rate = lr x this. Reference: 10.
+        betas: Adam betas. Reference: (0.5, 0.999).
+        weight_decay: Adam (coupled L2) weight decay. Reference: 1e-4.
+        lr_step_size: halve (``lr_gamma``) every this many batches; None = constant (the released config).
+        lr_gamma: StepLR factor. Paper: 0.5 every 100k.
+        resolution_schedule: ``[[batch, short_side], ...]``: from ``batch`` on, the shorter image side is
+            resized to about ``short_side`` (plus up to ``resize_jitter``) before cropping. Paper:
+            [[0, 320], [50000, 420], [100000, 512]].
+        resize_jitter: relative random enlargement of the short side (augmentation).
+        crop_size: square training crops. Reference: 256.
+        supersample: sim G-buffers rendered in the loop at this factor for antialiased textures.
+        render_backend: backend for rendering in the loop (``auto``, ``embree``, ``nvdiffrast``).
+        gradient_clip_val: clip the gradient norm of each step (None = off).
+        max_nonfinite_steps: consecutive skipped (non-finite) steps before training stops with an error.
+        channels_last: use channels-last memory format for the networks (faster convolutions on GPUs).
+        compile: ``torch.compile`` the generators and discriminators.
+        preview_every_n_batches: write an image grid (and log it to W&B if used) every this many batches.
+    """
+
+    def __init__(
+        self,
+        model: TritonModel,
+        discriminator_sim: MultiScaleDiscriminator,
+        discriminator_real: MultiScaleDiscriminator,
+        loss_weights: dict[str, float],
+        gan_type: str = "lsgan",
+        criterion: str = "l1_ms_ssim",
+        content_criterion: str = "l1_ms_ssim",
+        surface_grid_size: int = 128,
+        surface_color_normalization_eps: float | None = None,
+        texture_reality_target: str = "projection",
+        lr: float = 1e-4,
+        texture_lr_factor: float = 10.0,
+        betas: tuple[float, float] = (0.5, 0.999),
+        weight_decay: float = 1e-4,
+        lr_step_size: int | None = None,
+        lr_gamma: float = 0.5,
+        resolution_schedule: list[list[int]] | None = None,
+        resize_jitter: float = 0.1,
+        crop_size: int = 256,
+        supersample: int = 1,
+        render_backend: str = "auto",
+        gradient_clip_val: float | None = None,
+        max_nonfinite_steps: int = 20,
+        channels_last: bool = False,
+        compile: bool = False,
+        preview_every_n_batches: int = 250,
+    ) -> None:
+        super().__init__()
+        unknown = set(loss_weights) - set(LOSS_TERMS)
+        if unknown:
+            raise ValueError(f"unknown loss terms {sorted(unknown)}; the terms are {LOSS_TERMS}")
+        self.save_hyperparameters(ignore=["model", "discriminator_sim", "discriminator_real"])
+        self.automatic_optimization = False
+        self.model = model
+        self.discriminator_sim = discriminator_sim
+        self.discriminator_real = discriminator_real
+        self.loss_weights = {k: float(loss_weights.get(k, 0.0)) for k in LOSS_TERMS}
+        self.schedule = sorted((int(b), int(s)) for b, s in (resolution_schedule or [[0, crop_size]]))
+        if any(s < crop_size for _, s in self.schedule):
+            raise ValueError(f"every resolution stage must be >= crop_size {crop_size}: {self.schedule}")
+        self.register_buffer("batches_done", torch.zeros((), dtype=torch.long))
+        self.nonfinite_steps = 0
+        self._consecutive_nonfinite = 0
+        self._render = None  # (scene, states, rasterizer) when the sim domain is rendered in the loop
+        if channels_last:
+            for net in (model.generator_sim, model.generator_real, discriminator_sim, discriminator_real):
+                net.to(memory_format=torch.channels_last)
+        if compile:
+            for name in ("generator_sim", "generator_real"):
+                setattr(self.model, name, torch.compile(getattr(self.model, name)))
+            self.discriminator_sim = torch.compile(self.discriminator_sim)
+            self.discriminator_real = torch.compile(self.discriminator_real)
+
+    # ------------------------------------------------------------------------------------ setup
+
+    def configure_optimizers(self):
+        h = self.hparams
+        texture = list(self.model.texture.parameters())
+        generators = [*self.model.generator_sim.parameters(), *self.model.generator_real.parameters()]
+        groups = [{"name": "generator", "params": generators, "lr": h.lr}]
+        if texture:
+            groups.append({"name": "texture", "params": texture, "lr": h.lr * h.texture_lr_factor})
+        opt_g = torch.optim.Adam(groups, betas=tuple(h.betas), weight_decay=h.weight_decay)
+        discriminators = [*self.discriminator_sim.parameters(), *self.discriminator_real.parameters()]
+        opt_d = torch.optim.Adam([{"name": "discriminator", "params": discriminators}], lr=h.lr,
+                                 betas=tuple(h.betas), weight_decay=h.weight_decay)
+        if h.lr_step_size is None:
+            return [opt_g, opt_d]
+        steps = [torch.optim.lr_scheduler.StepLR(o, h.lr_step_size, h.lr_gamma) for o in (opt_g, opt_d)]
+        return [opt_g, opt_d], steps
+
+    def setup(self, stage: str) -> None:
+        datamodule = getattr(self.trainer, "datamodule", None)
+        if datamodule is not None and getattr(datamodule, "sim_source", "frames") == "render":
+            from triton_s2r.render.rasterizer import make_rasterizer
+
+            scene, states = datamodule.scene_and_states()
+            device = self.device if self.device.type == "cuda" else None
+            self._render = (scene, states, make_rasterizer(self.hparams.render_backend, device))
+
+    # ------------------------------------------------------------------------------------ data
+
+    def short_side(self) -> int:
+        """Shorter image side of the current resolution stage (before jitter)."""
+        done = int(self.batches_done)
+        return [s for b, s in self.schedule if b <= done][-1]
+
+    def _jittered_short_side(self) -> int:
+        return self.short_side() + int(torch.randint(0, int(self.short_side() * self.hparams.resize_jitter) + 1, ()))
+
+    def _sim_batch(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, int]:
+        """(uv, label, supersample) of the batch at the current stage: crops of frames, or rendered crops."""
+        crop = self.hparams.crop_size
+        if self._render is None:
+            uv, label = augment_sim(batch["uv"], batch["label"], self._jittered_short_side(), crop)
+            return uv, label, 1
+        scene, states, rasterizer = self._render
+        state = states.select(batch["state"].cpu())
+        cam = state.camera
+        size = resize_shorter_side(cam.height, cam.width, self._jittered_short_side())
+        offsets = torch.tensor([random_crop_offsets(*size, crop, None) for _ in range(state.batch_size)])
+        camera = cam.resized(*size).cropped(offsets[:, 0], offsets[:, 1], crop, crop)
+        k = self.hparams.supersample
+        g = rasterizer.render(scene, FrameState(state.object_poses, camera), supersample=k)
+        return g.uv.to(self.device), g.label.to(self.device), k
+
+    # ------------------------------------------------------------------------------------ step
+
+    def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
+        opt_g, opt_d = self.optimizers()
+        uv, label, k = self._sim_batch(batch)
+        real = augment_real(batch["real"], self._jittered_short_side(), self.hparams.crop_size)
+        out = self._forward(uv, label, k, real)
+        loss_d = self._discriminator_step(opt_d, out)
+        terms = self._generator_terms(out)
+        loss_g = sum(self.loss_weights[name] * value for name, value in terms.items())
+        if not (torch.isfinite(loss_g) and torch.isfinite(loss_d)):
+            self._skip_nonfinite(terms, loss_d)
+            return
+        self._consecutive_nonfinite = 0
+        opt_g.zero_grad(set_to_none=True)
+        self.manual_backward(loss_g)
+        self._clip(opt_g)
+        opt_g.step()
+        self.batches_done += 1
+        for scheduler in self._schedulers():
+            scheduler.step()
+        self.log_dict({f"train/{name}": value.detach() for name, value in terms.items()}, prog_bar=False)
+        self.log_dict({"train/loss_g": loss_g.detach(), "train/loss_d": loss_d.detach(),
+                       "train/resolution": float(self.short_side()),
+                       "train/nonfinite_steps": float(self.nonfinite_steps)}, prog_bar=True)
+        if int(self.batches_done) % self.hparams.preview_every_n_batches == 0:
+            self._preview(out)
+
+    def _forward(self, uv: Tensor, label: Tensor, supersample: int, real: Tensor) -> dict[str, Tensor]:
+        """Texture once, then both translations and the codes every loss needs."""
+        m = self.model
+        sample = m.sample_texture(uv, label, supersample)
+        x_a, projection = m.sim_image(sample)
+        c_a, c_b = m.generator_sim.encode(x_a), m.generator_real.encode(real)
+        x_ab, x_ba = m.generator_real.decode(c_a), m.generator_sim.decode(c_b)
+        return {"uv": sample.uv, "label": sample.label, "x_a": x_a, "projection": projection, "real": real,
+                "c_a": c_a, "c_b": c_b, "x_ab": x_ab, "x_ba": x_ba}
+
+    def _discriminator_step(self, opt_d, out: dict[str, Tensor]) -> Tensor:
+        """LSGAN/hinge D loss on the detached translations of this batch's forward pass."""
+        gan = self.hparams.gan_type
+        with torch.autocast(self.device.type, enabled=False):
+            loss_d = self.loss_weights["adversarial"] * (
+                discriminator_adversarial_loss(self._logits(self.discriminator_real, out["real"]),
+                                               self._logits(self.discriminator_real, out["x_ab"].detach()), gan)
+                + discriminator_adversarial_loss(self._logits(self.discriminator_sim, out["x_a"].detach()),
+                                                 self._logits(self.discriminator_sim, out["x_ba"].detach()), gan)
+            )
+        if torch.isfinite(loss_d):
+            opt_d.zero_grad(set_to_none=True)
+            self.manual_backward(loss_d)
+            self._clip(opt_d)
+            opt_d.step()
+        return loss_d
+
+    def _generator_terms(self, out: dict[str, Tensor]) -> dict[str, Tensor]:
+        """Unweighted generator + texture terms under their paper names (terms with weight 0 skipped)."""
+        h, m, w = self.hparams, self.model, self.loss_weights
+        sim_range = 2.0 * max(1.0, m.sim_input.hint_multiplier + m.sim_input.texture_multiplier)
+        x_a, real, x_ab, x_ba = out["x_a"], out["real"], out["x_ab"], out["x_ba"]
+
+        def omega(prediction: Tensor, target: Tensor, data_range: float, criterion: str = h.criterion) -> Tensor:
+            return reconstruction_loss(prediction.float(), target.float(), criterion, data_range)
+
+        terms: dict[str, Tensor] = {}
+        if w["adversarial"]:
+            for d in (self.discriminator_sim, self.discriminator_real):
+                d.requires_grad_(False)  # the G step must not accumulate D gradients
+            terms["adversarial"] = (
+                generator_adversarial_loss(self._logits(self.discriminator_real, x_ab), h.gan_type)
+                + generator_adversarial_loss(self._logits(self.discriminator_sim, x_ba), h.gan_type)
+            )
+            for d in (self.discriminator_sim, self.discriminator_real):
+                d.requires_grad_(True)
+        if w["reconstruction"]:
+            terms["reconstruction"] = (omega(m.generator_sim.decode(out["c_a"]), x_a, sim_range)
+                                       + omega(m.generator_real.decode(out["c_b"]), real, 2.0))
+        if w["content"] or w["cycle"]:
+            c_ab, c_ba = m.generator_real.encode(x_ab), m.generator_sim.encode(x_ba)
+            if w["content"]:
+                terms["content"] = (omega(c_ab, out["c_a"], 1.0, h.content_criterion)
+                                    + omega(c_ba, out["c_b"], 1.0, h.content_criterion))
+            if w["cycle"]:
+                terms["cycle"] = (omega(m.generator_sim.decode(c_ab), x_a, sim_range)
+                                  + omega(m.generator_real.decode(c_ba), real, 2.0))
+        with torch.autocast(self.device.type, enabled=False):
+            if w["surface_consistency"]:
+                terms["surface_consistency"] = surface_consistency_loss(
+                    x_ab.float(), out["uv"], out["label"], m.num_labels, h.surface_grid_size,
+                    color_normalization_eps=h.surface_color_normalization_eps)
+            if w["texture_reality"]:
+                target = texture_reality_target(out["projection"].float(), x_a.float(), h.texture_reality_target)
+                data_range = 2.0 if h.texture_reality_target == "projection" else sim_range
+                terms["texture_reality"] = texture_reality_loss(x_ab.float(), target, out["label"], h.criterion,
+                                                                data_range)
+        return terms
+
+    def _logits(self, discriminator: MultiScaleDiscriminator, image: Tensor) -> list[Tensor]:
+        return [logit.float() for logit in discriminator(image)]
+
+    def _clip(self, optimizer) -> None:
+        if self.hparams.gradient_clip_val:
+            self.clip_gradients(optimizer, gradient_clip_val=self.hparams.gradient_clip_val,
+                                gradient_clip_algorithm="norm")
+
+    def _schedulers(self) -> list:
+        schedulers = self.lr_schedulers()
+        return [] if schedulers is None else list(schedulers) if isinstance(schedulers, list) else [schedulers]
+
+    def _skip_nonfinite(self, terms: dict[str, Tensor], loss_d: Tensor) -> None:
+        """Skip the step, count it, and stop once it keeps happening."""
+        self.nonfinite_steps += 1
+        self._consecutive_nonfinite += 1
+        bad = [name for name, value in terms.items() if not torch.isfinite(value)]
+        if not torch.isfinite(loss_d):
+            bad.append("discriminator")
+        self.log("train/nonfinite_steps", float(self.nonfinite_steps))
+        if self._consecutive_nonfinite >= self.hparams.max_nonfinite_steps:
+            raise NonFiniteLossError(
+                f"{self._consecutive_nonfinite} consecutive steps had non-finite losses ({', '.join(bad)}) at batch "
+                f"{int(self.batches_done)}; lower the learning rate (model.lr), enable gradient clipping "
+                "(system.gradient_clip_val) or resume from an earlier checkpoint"
+            )
+
+    # ------------------------------------------------------------------------------------ previews
+
+    @torch.no_grad()
+    def _preview(self, out: dict[str, Tensor]) -> None:
+        """Rows: UVL hint, texture projection, translation, a real photo; written as PNG (and to W&B)."""
+        from triton_s2r.utils.files import write_image
+
+        n = min(4, out["x_ab"].shape[0])
+        rows = [to_unit(out["x_a"][:n, 3:6]), to_unit(out["projection"][:n, :3]), to_unit(out["x_ab"][:n]),
+                to_unit(out["real"][:n])]
+        grid = torch.cat([torch.cat(list(r), dim=2) for r in rows], dim=1)  # (3, 4H, nW)
+        image = (grid.permute(1, 2, 0).cpu().numpy() * 255).round().astype(np.uint8)
+        folder = Path(self.trainer.default_root_dir) / "previews"
+        folder.mkdir(parents=True, exist_ok=True)
+        write_image(folder / f"batch_{int(self.batches_done):07d}.png", image)
+        logger = self.logger
+        if logger is not None and hasattr(logger, "log_image"):
+            logger.log_image("previews/grid", [image], step=int(self.batches_done))
+
+    # ------------------------------------------------------------------------------------ checkpoints
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        """RNG states, so a resumed run continues exactly (the step and schedule live in the state dict)."""
+        checkpoint["rng"] = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
+                             "python": random.getstate()}
+        if torch.cuda.is_available():
+            checkpoint["rng"]["cuda"] = torch.cuda.get_rng_state_all()
+        checkpoint["nonfinite_steps"] = self.nonfinite_steps
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        rng = checkpoint.get("rng")
+        if rng:
+            torch.set_rng_state(rng["torch"])
+            np.random.set_state(rng["numpy"])
+            random.setstate(rng["python"])
+            if "cuda" in rng and torch.cuda.is_available():
+                torch.cuda.set_rng_state_all(rng["cuda"])
+        self.nonfinite_steps = checkpoint.get("nonfinite_steps", 0)
+
