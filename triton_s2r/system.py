@@ -331,8 +331,10 @@ class TritonSystem(pl.LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         """RNG states, so a resumed run continues exactly (the step and schedule live in the state dict)."""
-        checkpoint["rng"] = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
-                             "python": random.getstate()}
+        name, keys, pos, has_gauss, gauss = np.random.get_state()
+        # Plain types only, so the checkpoint loads with torch.load(weights_only=True).
+        checkpoint["rng"] = {"torch": torch.get_rng_state(), "python": random.getstate(),
+                             "numpy": (name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss)}
         if torch.cuda.is_available():
             checkpoint["rng"]["cuda"] = torch.cuda.get_rng_state_all()
         checkpoint["nonfinite_steps"] = self.nonfinite_steps
@@ -341,7 +343,8 @@ class TritonSystem(pl.LightningModule):
         rng = checkpoint.get("rng")
         if rng:
             torch.set_rng_state(rng["torch"])
-            np.random.set_state(rng["numpy"])
+            name, keys, pos, has_gauss, gauss = rng["numpy"]
+            np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
             random.setstate(rng["python"])
             if "cuda" in rng and torch.cuda.is_available():
                 torch.cuda.set_rng_state_all(rng["cuda"])

@@ -69,6 +69,7 @@ def build(cfg: DictConfig):
         cfg.num_labels = datamodule.labels.num_labels
     system = instantiate(
         cfg.system,
+        _convert_="all",  # plain containers in hyperparameters, so checkpoints load with weights_only
         **OmegaConf.to_container(cfg.loss, resolve=True),
         model=instantiate(cfg.model.translator),
         discriminator_sim=instantiate(cfg.model.discriminator_sim),

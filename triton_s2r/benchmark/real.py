@@ -463,7 +463,7 @@ def render_real(
     for index, frame_id in enumerate(frame_ids):
         lighting = frame_lighting(seed, frame_id)
         centre, radius = _world_bounds(scene, state, index)
-        sampler = {"type": "multijitter", "sample_count": spp}
+        sampler = {"type": "independent", "sample_count": spp}
         mi_scene = mi.load_dict({
             "type": "scene",
             "integrator": {"type": "path", "max_depth": max_depth},
