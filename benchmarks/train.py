@@ -1,0 +1,116 @@
+"""Training-step speed: iterations/s, peak memory and FLOPs of the full TRITON step (D step + G/texture step).
+
+Renderer in the loop (nvdiffrast on CUDA), reference networks, 256x256 crops; variants compared in one
+run: batch 5 and 16, fp32 and bf16, with and without ``torch.compile``.
+
+Usage::
+
+    python -m benchmarks.train --data DATASET_DIR                     # all variants on this machine's GPU
+    python -m benchmarks.train --data DIR --batches 5 --precisions bf16-mixed --no-compile --steps 20
+
+DATASET_DIR is any benchmark folder (states + baked assets + train_real photos), e.g. one built with
+``triton-s2r make-dataset --preset tiny --resolution 256 --frames 48``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import pytorch_lightning as pl
+import torch
+from hydra import compose, initialize_config_module
+
+from benchmarks.report import machine, write_section
+from triton_s2r.train import build
+
+
+class StepTimer(pl.Callback):
+    """Wall time of each training batch (synchronised), after ``warmup`` batches."""
+
+    def __init__(self, warmup: int) -> None:
+        self.warmup, self.times, self._t0 = warmup, [], 0.0
+
+    def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
+        torch.cuda.synchronize()
+        if batch_idx == self.warmup:
+            torch.cuda.reset_peak_memory_stats()
+        self._t0 = time.perf_counter()
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        torch.cuda.synchronize()
+        if batch_idx >= self.warmup:
+            self.times.append(time.perf_counter() - self._t0)
+
+
+def step_flops(system, datamodule) -> float:
+    """FLOPs of one training step (forward + backward of both phases), counted by PyTorch."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    batch = next(iter(datamodule.train_dataloader()))
+    batch = {k: v.cuda() for k, v in batch.items()}
+    uv, label, k = system._sim_batch(batch)
+    real = batch["real"][..., :256, :256]
+    with FlopCounterMode(display=False) as counter:
+        out = system._forward(uv, label, k, real)
+        terms = system._generator_terms(out)
+        sum(terms.values()).backward()
+    return float(counter.get_total_flops())
+
+
+def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: int, warmup: int) -> dict:
+    overrides = [
+        "experiment=paper", f"data.root={data}", "data.build_preset=null", f"data.batch_size={batch}",
+        f"data.steps_per_epoch={steps + warmup}", "data.num_workers=4", f"trainer.precision={precision}",
+        "system.resolution_schedule=[[0,256]]", "system.preview_every_n_batches=100000",
+        f"system.compile={str(compile_).lower()}", "system.channels_last=true", "logger=none",
+        "hydra.run.dir=/tmp/bench_train",
+    ]
+    with initialize_config_module("triton_s2r.conf", version_base="1.3"):
+        cfg = compose("train", overrides=overrides)
+    datamodule, system = build(cfg)
+    timer = StepTimer(warmup)
+    trainer = pl.Trainer(accelerator="gpu", devices=1, precision=precision, max_epochs=1, logger=False,
+                         enable_checkpointing=False, enable_progress_bar=False, callbacks=[timer],
+                         default_root_dir="/tmp/bench_train")
+    trainer.fit(system, datamodule=datamodule)
+    median = statistics.median(timer.times)
+    flops = step_flops(system.cuda(), datamodule) if not compile_ else float("nan")
+    return {"its": 1 / median, "ms": median * 1e3, "peak_gib": torch.cuda.max_memory_allocated() / 2**30,
+            "tflop": flops / 1e12}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", required=True, help="benchmark dataset folder")
+    parser.add_argument("--batches", nargs="+", type=int, default=[5, 16])
+    parser.add_argument("--precisions", nargs="+", default=["32-true", "bf16-mixed"])
+    parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile variants")
+    parser.add_argument("--steps", type=int, default=30, help="timed steps per variant")
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--peak-tflops", type=float, default=989.0, help="card's dense bf16 rate (H100 SXM: 989)")
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    torch.backends.cudnn.benchmark = True
+    rows = ["| batch | precision | compile | it/s | ms/step | peak GiB | TFLOP/step | % of bf16 peak |",
+            "|---|---|---|---|---|---|---|---|"]
+    for batch in args.batches:
+        for precision in args.precisions:
+            # compile only where it matters: the bf16 step
+            for compile_ in [False] + ([] if args.no_compile or precision != "bf16-mixed" else [True]):
+                r = run_variant(args.data, batch, precision, compile_, args.steps, args.warmup)
+                util = r["tflop"] / (r["ms"] / 1e3) / args.peak_tflops * 100
+                rows.append(f"| {batch} | {precision} | {compile_} | {r['its']:.1f} | {r['ms']:.1f} | "
+                            f"{r['peak_gib']:.2f} | {r['tflop']:.2f} | {util:.1f} |")
+                print(rows[-1], flush=True)
+    table = ("Full step (renderer in the loop with nvdiffrast, D step + G/texture step), reference networks, "
+             "256x256 crops, neural texture evaluated per pixel; median over timed steps. FLOPs counted by "
+             "torch.utils.flop_counter (convolutions and matmuls) for the uncompiled step.\n\n" + "\n".join(rows))
+    if not args.no_write:
+        write_section(f"train:{machine()}", f"Training step: {machine()}", table)
+    print(table)
+
+
+if __name__ == "__main__":
+    main()
