@@ -27,10 +27,18 @@ from triton_s2r.train import build
 
 
 class StepTimer(pl.Callback):
-    """Wall time of each training batch (synchronised), after ``warmup`` batches."""
+    """Wall time of each training batch (synchronised), after ``warmup`` batches; optionally profiled."""
 
-    def __init__(self, warmup: int) -> None:
+    def __init__(self, warmup: int, profile: bool = False) -> None:
         self.warmup, self.times, self._t0 = warmup, [], 0.0
+        self.profiler = None
+        if profile:
+            from torch.profiler import ProfilerActivity, schedule
+            from torch.profiler import profile as torch_profile
+
+            self.profiler = torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                                          schedule=schedule(wait=warmup, warmup=1, active=5))
+            self.profiler.start()
 
     def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
         torch.cuda.synchronize()
@@ -42,6 +50,14 @@ class StepTimer(pl.Callback):
         torch.cuda.synchronize()
         if batch_idx >= self.warmup:
             self.times.append(time.perf_counter() - self._t0)
+        if self.profiler is not None:
+            self.profiler.step()
+
+    def report(self) -> str:
+        self.profiler.stop()
+        averages = self.profiler.key_averages()
+        return (averages.table(sort_by="cuda_time_total", row_limit=25)
+                + averages.table(sort_by="self_cpu_time_total", row_limit=15))
 
 
 def step_flops(system, datamodule) -> float:
@@ -59,7 +75,8 @@ def step_flops(system, datamodule) -> float:
     return float(counter.get_total_flops())
 
 
-def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: int, warmup: int) -> dict:
+def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: int, warmup: int,
+                profile: bool = False) -> dict:
     overrides = [
         "experiment=paper", f"data.root={data}", "data.build_preset=null", f"data.batch_size={batch}",
         f"data.steps_per_epoch={steps + warmup}", "data.num_workers=4", f"trainer.precision={precision}",
@@ -70,11 +87,13 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
     with initialize_config_module("triton_s2r.conf", version_base="1.3"):
         cfg = compose("train", overrides=overrides)
     datamodule, system = build(cfg)
-    timer = StepTimer(warmup)
+    timer = StepTimer(warmup, profile)
     trainer = pl.Trainer(accelerator="gpu", devices=1, precision=precision, max_epochs=1, logger=False,
                          enable_checkpointing=False, enable_progress_bar=False, callbacks=[timer],
                          default_root_dir="/tmp/bench_train")
     trainer.fit(system, datamodule=datamodule)
+    if profile:
+        print(timer.report())
     median = statistics.median(timer.times)
     flops = step_flops(system.cuda(), datamodule) if not compile_ else float("nan")
     return {"its": 1 / median, "ms": median * 1e3, "peak_gib": torch.cuda.max_memory_allocated() / 2**30,
@@ -91,8 +110,12 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--peak-tflops", type=float, default=989.0, help="card's dense bf16 rate (H100 SXM: 989)")
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--profile", action="store_true", help="print a torch.profiler table of one bf16 variant")
     args = parser.parse_args()
     torch.backends.cudnn.benchmark = True
+    if args.profile:
+        run_variant(args.data, args.batches[0], "bf16-mixed", False, 10, args.warmup, profile=True)
+        return
     rows = ["| batch | precision | compile | it/s | ms/step | peak GiB | TFLOP/step | % of bf16 peak |",
             "|---|---|---|---|---|---|---|---|"]
     for batch in args.batches:

@@ -225,13 +225,13 @@ class TritonSystem(pl.LightningModule):
     def _discriminator_step(self, opt_d, out: dict[str, Tensor]) -> Tensor:
         """LSGAN/hinge D loss on the detached translations of this batch's forward pass."""
         gan = self.hparams.gan_type
-        with torch.autocast(self.device.type, enabled=False):
-            loss_d = self.loss_weights["adversarial"] * (
-                discriminator_adversarial_loss(self._logits(self.discriminator_real, out["real"]),
-                                               self._logits(self.discriminator_real, out["x_ab"].detach()), gan)
-                + discriminator_adversarial_loss(self._logits(self.discriminator_sim, out["x_a"].detach()),
-                                                 self._logits(self.discriminator_sim, out["x_ba"].detach()), gan)
-            )
+        # Discriminators run under autocast; their logits are cast to fp32 for the loss (_logits).
+        loss_d = self.loss_weights["adversarial"] * (
+            discriminator_adversarial_loss(self._logits(self.discriminator_real, out["real"]),
+                                           self._logits(self.discriminator_real, out["x_ab"].detach()), gan)
+            + discriminator_adversarial_loss(self._logits(self.discriminator_sim, out["x_a"].detach()),
+                                             self._logits(self.discriminator_sim, out["x_ba"].detach()), gan)
+        )
         if torch.isfinite(loss_d):
             opt_d.zero_grad(set_to_none=True)
             self.manual_backward(loss_d)
@@ -246,7 +246,8 @@ class TritonSystem(pl.LightningModule):
         x_a, real, x_ab, x_ba = out["x_a"], out["real"], out["x_ab"], out["x_ba"]
 
         def omega(prediction: Tensor, target: Tensor, data_range: float, criterion: str = h.criterion) -> Tensor:
-            return reconstruction_loss(prediction.float(), target.float(), criterion, data_range)
+            with torch.autocast(self.device.type, enabled=False):  # MS-SSIM's filters in fp32
+                return reconstruction_loss(prediction.float(), target.float(), criterion, data_range)
 
         terms: dict[str, Tensor] = {}
         if w["adversarial"]:
