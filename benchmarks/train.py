@@ -76,12 +76,12 @@ def step_flops(system, datamodule) -> float:
 
 
 def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: int, warmup: int,
-                profile: bool = False) -> dict:
+                profile: bool = False, channels_last: bool = False) -> dict:
     overrides = [
         "experiment=paper", f"data.root={data}", "data.build_preset=null", f"data.batch_size={batch}",
         f"data.steps_per_epoch={steps + warmup}", "data.num_workers=4", f"trainer.precision={precision}",
         "system.resolution_schedule=[[0,256]]", "system.preview_every_n_batches=100000",
-        f"system.compile={str(compile_).lower()}", "system.channels_last=true", "logger=none",
+        f"system.compile={str(compile_).lower()}", f"system.channels_last={str(channels_last).lower()}", "logger=none",
         "hydra.run.dir=/tmp/bench_train",
     ]
     with initialize_config_module("triton_s2r.conf", version_base="1.3"):
@@ -111,10 +111,12 @@ def main() -> None:
     parser.add_argument("--peak-tflops", type=float, default=989.0, help="card's dense bf16 rate (H100 SXM: 989)")
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--profile", action="store_true", help="print a torch.profiler table of one bf16 variant")
+    parser.add_argument("--channels-last", action="store_true", help="channels-last networks")
     args = parser.parse_args()
     torch.backends.cudnn.benchmark = True
     if args.profile:
-        run_variant(args.data, args.batches[0], "bf16-mixed", False, 10, args.warmup, profile=True)
+        run_variant(args.data, args.batches[0], "bf16-mixed", False, 10, args.warmup, profile=True,
+                    channels_last=args.channels_last)
         return
     rows = ["| batch | precision | compile | it/s | ms/step | peak GiB | TFLOP/step | % of bf16 peak |",
             "|---|---|---|---|---|---|---|---|"]
@@ -122,7 +124,8 @@ def main() -> None:
         for precision in args.precisions:
             # compile only where it matters: the bf16 step
             for compile_ in [False] + ([] if args.no_compile or precision != "bf16-mixed" else [True]):
-                r = run_variant(args.data, batch, precision, compile_, args.steps, args.warmup)
+                r = run_variant(args.data, batch, precision, compile_, args.steps, args.warmup,
+                                channels_last=args.channels_last)
                 util = r["tflop"] / (r["ms"] / 1e3) / args.peak_tflops * 100
                 rows.append(f"| {batch} | {precision} | {compile_} | {r['its']:.1f} | {r['ms']:.1f} | "
                             f"{r['peak_gib']:.2f} | {r['tflop']:.2f} | {util:.1f} |")

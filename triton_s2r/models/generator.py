@@ -14,8 +14,7 @@ Reference layers (reflect padding everywhere, Kaiming-normal init, zero bias):
   ``num_downsample`` × [nearest ×2, conv5, ÷2 channels, LayerNorm, ReLU]; conv7 (→out), tanh.
 
 The reference's custom LayerNorm normalises each sample over C·H·W and applies a per-channel affine with
-γ ~ U(0, 1), β = 0; ``nn.GroupNorm(1, C)`` computes the same up to biased-vs-unbiased std and where eps
-enters, and is a fused kernel.
+γ ~ U(0, 1), β = 0; ``LayerNorm2d`` computes the same up to biased-vs-unbiased std and where eps enters.
 """
 
 from __future__ import annotations
@@ -104,6 +103,32 @@ class ContentEncoder(nn.Module):
         return self.layers(x)
 
 
+class LayerNorm2d(nn.Module):
+    """Normalise each sample over C·H·W, then a per-channel affine (the reference decoder's LayerNorm).
+
+    ``nn.GroupNorm(1, C)`` computes the same, but its CUDA kernel reduces each sample with one thread
+    block, which took a third of the GPU time of a training step at batch 5; ``torch.var_mean`` spreads
+    the reduction over the whole device. Statistics in fp32 under autocast.
+
+    Args:
+        channels: C.
+        eps: added to the variance.
+    """
+
+    def __init__(self, channels: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(channels))
+        self.bias = nn.Parameter(torch.zeros(channels))
+
+    def forward(self, x: Tensor) -> Tensor:
+        """(B, C, H, W) -> (B, C, H, W), same dtype."""
+        flat = x.float().flatten(1)
+        var, mean = torch.var_mean(flat, dim=1, correction=0, keepdim=True)
+        y = ((flat - mean) * torch.rsqrt(var + self.eps)).view_as(x)
+        return (y * self.weight[:, None, None] + self.bias[:, None, None]).to(x.dtype)
+
+
 class Decoder(nn.Module):
     """Content code → image.
 
@@ -133,7 +158,7 @@ class Decoder(nn.Module):
             layers += [
                 nn.Upsample(scale_factor=2, mode="nearest"),
                 _conv(width, width // 2, 5, 1, padding_mode),
-                nn.GroupNorm(1, width // 2),  # layer norm over C·H·W with a per-channel affine
+                LayerNorm2d(width // 2),
                 nn.ReLU(inplace=True),
             ]
             width //= 2
@@ -160,7 +185,7 @@ def init_generator_weights(module: nn.Module) -> None:
         if isinstance(layer, nn.Conv2d):
             nn.init.kaiming_normal_(layer.weight, a=0.0, mode="fan_in")
             nn.init.zeros_(layer.bias)
-        elif isinstance(layer, nn.GroupNorm):
+        elif isinstance(layer, LayerNorm2d):
             nn.init.uniform_(layer.weight, 0.0, 1.0)
             nn.init.zeros_(layer.bias)
 
