@@ -15,6 +15,7 @@ DATASET_DIR is any benchmark folder (states + baked assets + train_real photos),
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -76,10 +77,10 @@ def step_flops(system, datamodule) -> float:
 
 
 def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: int, warmup: int,
-                profile: bool = False, channels_last: bool = False) -> dict:
+                profile: bool = False, channels_last: bool = False, devices: int = 1) -> dict:
     overrides = [
         "experiment=paper", f"data.root={data}", "data.build_preset=null", f"data.batch_size={batch}",
-        f"data.steps_per_epoch={steps + warmup}", "data.num_workers=4", f"trainer.precision={precision}",
+        f"data.steps_per_epoch={(steps + warmup) * devices}", "data.num_workers=4", f"trainer.precision={precision}",
         "system.resolution_schedule=[[0,256]]", "system.preview_every_n_batches=100000",
         f"system.compile={str(compile_).lower()}", f"system.channels_last={str(channels_last).lower()}", "logger=none",
         "hydra.run.dir=/tmp/bench_train",
@@ -88,14 +89,15 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
         cfg = compose("train", overrides=overrides)
     datamodule, system = build(cfg)
     timer = StepTimer(warmup, profile)
-    trainer = pl.Trainer(accelerator="gpu", devices=1, precision=precision, max_epochs=1, logger=False,
+    trainer = pl.Trainer(accelerator="gpu", devices=devices, strategy="ddp" if devices > 1 else "auto",
+                         precision=precision, max_epochs=1, logger=False,
                          enable_checkpointing=False, enable_progress_bar=False, callbacks=[timer],
                          default_root_dir="/tmp/bench_train")
     trainer.fit(system, datamodule=datamodule)
     if profile:
         print(timer.report())
     median = statistics.median(timer.times)
-    flops = step_flops(system.cuda(), datamodule) if not compile_ else float("nan")
+    flops = step_flops(system.cuda(), datamodule) if not compile_ and devices == 1 else float("nan")
     return {"its": 1 / median, "ms": median * 1e3, "peak_gib": torch.cuda.max_memory_allocated() / 2**30,
             "tflop": flops / 1e12}
 
@@ -112,8 +114,13 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--profile", action="store_true", help="print a torch.profiler table of one bf16 variant")
     parser.add_argument("--channels-last", action="store_true", help="channels-last networks")
+    parser.add_argument("--scaling", nargs="+", type=int, default=None, metavar="DEVICES",
+                        help="instead: DDP scaling of the bf16 step over these GPU counts, e.g. 1 2")
     args = parser.parse_args()
     torch.backends.cudnn.benchmark = True
+    if args.scaling:
+        scaling(args)
+        return
     if args.profile:
         run_variant(args.data, args.batches[0], "bf16-mixed", False, 10, args.warmup, profile=True,
                     channels_last=args.channels_last)
@@ -136,6 +143,27 @@ def main() -> None:
     if not args.no_write:
         write_section(f"train:{machine()}", f"Training step: {machine()}", table)
     print(table)
+
+
+def scaling(args: argparse.Namespace) -> None:
+    """Images/s of the bf16 step on 1..N GPUs (same batch per GPU) and the scaling efficiency."""
+    rows = ["| GPUs | batch per GPU | it/s | images/s | efficiency |", "|---|---|---|---|---|"]
+    base = None
+    for devices in args.scaling:
+        r = run_variant(args.data, args.batches[0], "bf16-mixed", False, args.steps, args.warmup, devices=devices)
+        if int(os.environ.get("LOCAL_RANK", "0")) != 0:
+            continue
+        images = r["its"] * devices * args.batches[0]
+        base = base or images / devices
+        rows.append(f"| {devices} | {args.batches[0]} | {r['its']:.2f} | {images:.1f} | "
+                    f"{images / (devices * base) * 100:.0f}% |")
+        print(rows[-1], flush=True)
+    if int(os.environ.get("LOCAL_RANK", "0")) == 0:
+        table = ("DDP (Lightning, NCCL), bf16, renderer in the loop, reference networks, 256x256 crops; "
+                 "surface consistency is computed per rank over its own batch.\n\n" + "\n".join(rows))
+        if not args.no_write:
+            write_section(f"ddp:{machine()}", f"Multi-GPU scaling: {machine()}", table)
+        print(table)
 
 
 if __name__ == "__main__":
