@@ -98,6 +98,11 @@ def measure(translator: Translator, scene: Scene, state: FrameState, seconds: fl
     return state.batch_size / translate_only, state.batch_size / end_to_end
 
 
+def rate(frames_per_second: float) -> str:
+    """Three significant digits for slow CPU rates, one decimal (with thousands separators) otherwise."""
+    return f"{frames_per_second:,.1f}" if frames_per_second >= 10 else f"{frames_per_second:.3g}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--devices", nargs="+", default=["cuda"] if torch.cuda.is_available() else ["cpu"],
@@ -124,8 +129,8 @@ def main() -> None:
             translator = build_translator(args.run_dir, args.experiment, scene.labels.num_labels, device)
             translate_fps, end_to_end_fps = measure(translator, scene, state, args.seconds)
             precision = "bf16 autocast" if device == "cuda" else "fp32"
-            rows.append(f"| {device} | {precision} | {size}x{size} | {batch} | {translate_fps:,.1f} | "
-                        f"{end_to_end_fps:,.1f} |")
+            rows.append(f"| {device} | {precision} | {size}x{size} | {batch} | {rate(translate_fps)} | "
+                        f"{rate(end_to_end_fps)} |")
             print(rows[-1], flush=True)
     model = f"run {args.run_dir}" if args.run_dir else f"experiment={args.experiment or '(reference widths)'}"
     where = f"dataset {args.data} (test states)" if args.data else "render benchmark scene, orbiting cameras"
