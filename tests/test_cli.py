@@ -11,33 +11,35 @@ from pathlib import Path
 import pytest
 
 from triton_s2r.cli import main
-from triton_s2r.render import LabelTable, load_uvl_gbuffer
-from triton_s2r.render.primitives import builtin_scene
+from triton_s2r.render import LabelTable, load_uvl_gbuffer, make_rasterizer
+from triton_s2r.render.preview import render_to_files
+from triton_s2r.render.primitives import builtin_frames, builtin_scene
 
 
 def test_help_lists_subcommands() -> None:
     search = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     exe = shutil.which("triton-s2r", path=search) or pytest.fail("the triton-s2r console script is not installed")
     out = subprocess.run([exe, "--help"], capture_output=True, text=True, check=True).stdout
-    assert "demo" in out
+    assert all(command in out for command in ("demo", "translate", "export-textures", "make-dataset"))
     out = subprocess.run([sys.executable, "-m", "triton_s2r.cli", "demo", "--help"],
                          capture_output=True, text=True, check=True).stdout
-    assert "--backend" in out and "--resolution" in out
+    assert "--backend" in out and "--preset" in out and "--experiment" in out
 
 
-def test_demo_renders_uvl_frames_and_resumes(tmp_path, capsys) -> None:
-    out = tmp_path / "demo"
-    assert main(["demo", "--out", str(out), "--frames", "3", "--resolution", "40", "--backend", "embree"]) == 0
+def test_render_to_files_writes_uvl_frames_and_resumes(tmp_path) -> None:
+    # What the demo did before it became the main job (tests/test_translate.py covers the new demo).
+    scene, state = builtin_frames(3, width=40, height=40)
+    out = tmp_path / "frames"
+    render_to_files(make_rasterizer("embree"), scene, state, out)
     files = sorted((out / "uvl").glob("*.png"))
     assert [f.name for f in files] == ["frame_000000.png", "frame_000001.png", "frame_000002.png"]
     assert len(list((out / "preview").glob("*.png"))) == 3
-    assert str(out.resolve() / "uvl") in capsys.readouterr().out
     labels: LabelTable = builtin_scene().labels
     g = load_uvl_gbuffer(files[0], labels)
     assert g.uv.shape == (1, 2, 40, 40) and g.mask.any() and (~g.mask).any()
     # A second run keeps finished frames untouched.
     mtime = files[0].stat().st_mtime_ns
-    assert main(["demo", "--out", str(out), "--frames", "3", "--resolution", "40", "--backend", "embree"]) == 0
+    render_to_files(make_rasterizer("embree"), scene, state, out)
     assert files[0].stat().st_mtime_ns == mtime
 
 

@@ -82,7 +82,9 @@ def test_tiny_run_leaves_config_checkpoint_and_previews(tiny_data, tmp_path) -> 
     assert any(k.startswith("model.texture.") for k in ckpt["state_dict"])
     assert "model.texture.frequencies" in ckpt["state_dict"]  # the Fourier frequencies travel with the weights
     assert len(ckpt["optimizer_states"]) == 2 and "rng" in ckpt
-    assert sorted(p.name for p in (run_dir / "previews").glob("*.png")) == ["batch_0000005.png", "batch_0000010.png"]
+    assert sorted(p.name for p in (run_dir / "previews").glob("batch_*.png")) == ["batch_0000005.png",
+                                                                                   "batch_0000010.png"]
+    assert len(list((run_dir / "previews").glob("textures_*.png"))) == 2
     metrics = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()
     header = metrics[0].split(",")
     for term in ("train/surface_consistency", "train/texture_reality", "train/adversarial", "train/loss_d"):

@@ -2,8 +2,11 @@
 
 Examples::
 
-    triton-s2r demo                          # render UVL frames of the built-in test scene
-    triton-s2r demo --out outputs/demo --frames 8 --resolution 512 --backend embree
+    triton-s2r demo                                   # the main job: build data, train, translate to mp4
+    triton-s2r make-dataset --preset tiny --out outputs/data/tiny
+    triton-s2r train experiment=tiny data.root=outputs/data/tiny hydra.run.dir=outputs/runs/tiny
+    triton-s2r translate outputs/runs/tiny outputs/data/tiny --out outputs/videos/tiny.mp4 --side-by-side
+    triton-s2r export-textures outputs/runs/tiny --out outputs/textures/tiny
 """
 
 from __future__ import annotations
@@ -16,17 +19,50 @@ from triton_s2r import __version__
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from triton_s2r.render import make_rasterizer
-    from triton_s2r.render.preview import render_to_files
-    from triton_s2r.render.primitives import builtin_frames
+    from triton_s2r.demo import run_demo
 
-    scene, state = builtin_frames(args.frames, width=args.resolution, height=args.resolution)
-    rasterizer = make_rasterizer(args.backend)
-    paths = render_to_files(rasterizer, scene, state, args.out, uvl_format=args.format)
+    result = run_demo(args.out, preset=args.preset, experiment=args.experiment, backend=args.backend,
+                      device=args.device, batch_size=args.batch_size, fps=args.fps, overrides=tuple(args.override))
+    video = result.video
+    print(f"\ndemo finished in {result.seconds / 60:.1f} min")
+    print(f"  dataset:     {result.data_root}")
+    print(f"  run:         {result.run_dir} ({'trained now' if result.trained else 'reused, already trained'})")
+    print(f"  checkpoint:  {result.checkpoint}")
+    print(f"  video:       {video.out} ({video.num_frames} frames, {video.frame_size[1]}x{video.frame_size[0]}, "
+          f"panels: {' | '.join(video.panels)})")
+    print(f"  evaluation:  {result.evaluation or 'not run (no eval subcommand in this version)'}")
+    textures = result.run_dir.parent.parent / "textures" / result.run_dir.name
+    print(f"  next:        triton-s2r export-textures {result.run_dir} --out {textures}")
+    return 0
+
+
+def _translate(args: argparse.Namespace) -> int:
+    from triton_s2r.translate import translate
+
+    result = translate(args.run_dir, args.input, args.out, side_by_side=args.side_by_side,
+                       batch_size=args.batch_size, device=args.device, checkpoint=args.checkpoint,
+                       sequence=args.sequence, scene=args.scene, resolution=args.resolution,
+                       supersample=args.supersample, backend=args.backend, fps=args.fps)
+    print(f"wrote {result.out.resolve()}: {result.num_frames} frames of {result.frame_size[1]}x"
+          f"{result.frame_size[0]} ({' | '.join(result.panels)}) from {result.source} on {result.device}, "
+          f"{result.num_frames / max(result.seconds, 1e-9):.1f} frames/s")
+    return 0
+
+
+def _export_textures(args: argparse.Namespace) -> int:
+    from triton_s2r.export import export_textures
+    from triton_s2r.translator import Translator
+
+    translator = Translator.from_run_dir(args.run_dir, checkpoint=args.checkpoint, device=args.device)
+    result = export_textures(translator, args.out, resolution=args.resolution)
     out = Path(args.out).resolve()
-    print(f"rendered {len(paths)} UVL frames of the built-in test scene with the {rasterizer.name} backend")
-    print(f"  UVL images (R=u, G=v, B=label value/255): {out / 'uvl'}")
-    print(f"  previews (8-bit):                          {out / 'preview'}")
+    print(f"wrote {len(result.textures)} textures ({args.resolution}x{args.resolution}) to {out / 'textures'}")
+    if result.obj:
+        print(f"  meshes: {len(result.obj)} OBJ in {out / 'obj'}, {len(result.glb)} GLB in {out / 'glb'}")
+    else:
+        print("  no meshes: the run's training dataset (assets/scene.yaml) is not on disk")
+    if result.scene_glb:
+        print(f"  whole scene (first test frame's poses): {result.scene_glb.resolve()}")
     return 0
 
 
@@ -59,20 +95,71 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser(
         "demo",
-        help="the main job on the built-in test scene (for now: render UVL frames)",
-        description="Render UVL frames of the built-in tabletop test scene from orbiting cameras and write "
-        "them as UVL images (reference TRITON format) plus 8-bit previews. Frames already on disk are kept, "
-        "so an interrupted run resumes.",
+        help="the main job: build the benchmark, train, translate a test sequence to a side-by-side mp4",
+        description="Build the benchmark preset at OUT/data/PRESET if missing, train EXPERIMENT into "
+        "OUT/runs/EXPERIMENT (a finished run is reused, an interrupted one resumed), translate the first test "
+        "sequence to OUT/videos/EXPERIMENT_SEQUENCE.mp4 with the panel UVL | texture | translation | real, and "
+        "print where everything is. Rerun the same command to finish an interrupted demo.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    demo.add_argument("--out", type=Path, default=Path("outputs/demo"), help="output folder")
-    demo.add_argument("--frames", type=int, default=8, help="number of frames")
-    demo.add_argument("--resolution", type=int, default=256, help="image width and height in pixels")
+    demo.add_argument("--out", type=Path, default=Path("outputs"), help="output root (data/, runs/, videos/)")
+    demo.add_argument("--preset", choices=["tiny", "small", "full"], default="small", help="benchmark size")
+    demo.add_argument("--experiment", default="demo", help="training recipe (conf/experiment/NAME.yaml)")
     demo.add_argument("--backend", choices=["auto", "embree", "nvdiffrast"], default="auto",
-                      help="render backend (auto: nvdiffrast on CUDA, else embree)")
-    demo.add_argument("--format", choices=["png", "exr"], default="png",
-                      help="UVL file format (16-bit PNG or float EXR)")
+                      help="render backend for building the dataset")
+    demo.add_argument("--device", default="auto", help="device for translation: auto, cpu, cuda, cuda:N")
+    demo.add_argument("--batch-size", type=int, default=16, help="frames per translation batch")
+    demo.add_argument("--fps", type=float, default=10.0, help="video frame rate")
+    demo.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                      help="extra Hydra override for training (repeatable), e.g. trainer.max_epochs=2; "
+                      "ignored when the run has finished already")
     demo.set_defaults(func=_demo)
+
+    trans = sub.add_parser(
+        "translate",
+        help="translate a simulated sequence (dataset, UVL frames or states) with a trained run",
+        description="Translate INPUT with the run in RUN_DIR, batch by batch, and write OUT. INPUT: a dataset "
+        "root (its first sequence; --sequence picks another split), a dataset split or sequence folder, a folder "
+        "of UVL frames (EXR or 16-bit PNG, reference TRITON format) or a states.npz file (rendered on the fly: "
+        "nvdiffrast on a GPU, else embree). OUT: a .mp4 file (H.264) or a folder of PNG frames; it appears only "
+        "when complete. Example: triton-s2r translate outputs/runs/demo outputs/data/small --out seq.mp4 "
+        "--side-by-side",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    trans.add_argument("run_dir", type=Path, help="run directory written by `triton-s2r train`")
+    trans.add_argument("input", type=Path, help="dataset root, sequence folder, UVL folder or states.npz")
+    trans.add_argument("--out", type=Path, required=True, help="output .mp4 file or PNG folder")
+    trans.add_argument("--side-by-side", action="store_true",
+                       help="write panels: UVL | texture projection | translation | real (when the input has it)")
+    trans.add_argument("--batch-size", type=int, default=16, help="frames per model call")
+    trans.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:N")
+    trans.add_argument("--checkpoint", default=None, help="checkpoint file or name in RUN_DIR/checkpoints "
+                       "(default: last.ckpt)")
+    trans.add_argument("--sequence", default=None, help="split of a dataset root: seq_001, sequences/seq_001, test")
+    trans.add_argument("--scene", type=Path, default=None, help="scene file for rendering a states input "
+                       "(default: the enclosing dataset's assets/scene.yaml, else the run's training dataset)")
+    trans.add_argument("--resolution", type=int, default=None,
+                       help="square frame size for rendered states (default: the dataset's)")
+    trans.add_argument("--supersample", type=int, default=1, help="render states at this factor (antialiasing)")
+    trans.add_argument("--backend", choices=["auto", "embree", "nvdiffrast"], default="auto",
+                       help="render backend for states (auto: nvdiffrast when translating on CUDA)")
+    trans.add_argument("--fps", type=float, default=10.0, help="video frame rate")
+    trans.set_defaults(func=_translate)
+
+    export = sub.add_parser(
+        "export-textures",
+        help="bake the learned textures to PNG and write the scene's meshes with them (OBJ, GLB)",
+        description="Bake each label's learned texture to OUT/textures/LABEL.png (u right, v up) and, when the "
+        "run's training dataset is on disk, write its baked meshes textured with them: OUT/obj/*.obj (+ .mtl), "
+        "OUT/glb/*.glb, and OUT/scene.glb with all objects posed as in the first test frame.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    export.add_argument("run_dir", type=Path, help="run directory written by `triton-s2r train`")
+    export.add_argument("--out", type=Path, required=True, help="output folder")
+    export.add_argument("--resolution", type=int, default=1024, help="texture size in pixels")
+    export.add_argument("--checkpoint", default=None, help="checkpoint file or name (default: last.ckpt)")
+    export.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N")
+    export.set_defaults(func=_export_textures)
 
     sub.add_parser(
         "train",

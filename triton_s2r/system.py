@@ -313,7 +313,10 @@ class TritonSystem(pl.LightningModule):
 
     @torch.no_grad()
     def _preview(self, out: dict[str, Tensor]) -> None:
-        """Rows: UVL hint, texture projection, translation, a real photo; written as PNG (and to W&B)."""
+        """Rows: UVL hint, texture projection, translation, a real photo; plus the baked textures.
+
+        Written as PNG into the run directory, and to W&B when that logger is used.
+        """
         from triton_s2r.utils.files import write_image
 
         n = min(4, out["x_ab"].shape[0])
@@ -321,12 +324,17 @@ class TritonSystem(pl.LightningModule):
                 to_unit(out["real"][:n])]
         grid = torch.cat([torch.cat(list(r), dim=2) for r in rows], dim=1)  # (3, 4H, nW)
         image = (grid.permute(1, 2, 0).cpu().numpy() * 255).round().astype(np.uint8)
+        # The learned textures themselves, one tile per label (rows follow u, columns follow v).
+        textures = self.model.texture.bake(64)[:, :3].float().clamp(0, 1)
+        tiles = (torch.cat(list(textures), dim=2).permute(1, 2, 0).cpu().numpy() * 255).round().astype(np.uint8)
         folder = Path(self.trainer.default_root_dir) / "previews"
         folder.mkdir(parents=True, exist_ok=True)
         write_image(folder / f"batch_{int(self.batches_done):07d}.png", image)
+        write_image(folder / f"textures_{int(self.batches_done):07d}.png", tiles)
         logger = self.logger
         if logger is not None and hasattr(logger, "log_image"):
             logger.log_image("previews/grid", [image], step=int(self.batches_done))
+            logger.log_image("previews/textures", [tiles], step=int(self.batches_done))
 
     # ------------------------------------------------------------------------------------ checkpoints
 

@@ -53,7 +53,7 @@ class Preset:
 
 PRESETS = {
     "tiny": Preset(resolution=64, train_sim=16, train_real=16, test=8, sequences=1, sequence_frames=8, spp=8),
-    "small": Preset(resolution=128, train_sim=400, train_real=400, test=64, sequences=2, sequence_frames=32, spp=32),
+    "small": Preset(resolution=128, train_sim=400, train_real=200, test=48, sequences=2, sequence_frames=24, spp=32),
     "full": Preset(resolution=256, train_sim=2000, train_real=1000, test=200, sequences=4, sequence_frames=64, spp=64),
 }
 

@@ -1,0 +1,177 @@
+"""``triton-s2r demo``: the main job, end to end, resumable.
+
+Examples::
+
+    triton-s2r demo                                        # small benchmark, experiment=demo, into outputs/
+    triton-s2r demo --preset tiny --experiment tiny --out /tmp/demo   # the CI-sized version (about a minute)
+
+Steps, each skipped when its result is already on disk (so rerunning an interrupted demo finishes it):
+
+1. build the benchmark preset at ``OUT/data/<preset>`` (``triton-s2r make-dataset``);
+2. train ``experiment=<experiment>`` into ``OUT/runs/<experiment>`` through the same entry point as
+   ``triton-s2r train`` (a subprocess); a run whose final epoch checkpoint exists is reused, one that stopped
+   earlier is resumed from its last checkpoint;
+3. translate the dataset's first test sequence to ``OUT/videos/<experiment>_<sequence>.mp4`` with the
+   side-by-side panel (UVL | texture | translation | real);
+4. evaluation (not yet: see the hook in ``run_demo``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from triton_s2r.translate import TranslateResult, translate
+from triton_s2r.translator import CHECKPOINT_DIR, CONFIG_NAME, LAST_CHECKPOINT
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    """Where the main job left its outputs.
+
+    Attributes:
+        data_root: the benchmark dataset.
+        run_dir: the training run.
+        checkpoint: the checkpoint used for translation.
+        trained: False when an existing finished run was reused.
+        video: the side-by-side mp4 and what went into it.
+        evaluation: the evaluation report, once evaluation exists (None until then).
+        seconds: wall time of the whole job.
+    """
+
+    data_root: Path
+    run_dir: Path
+    checkpoint: Path
+    trained: bool
+    video: TranslateResult
+    evaluation: Path | None
+    seconds: float
+
+
+def final_checkpoint(run_dir: Path) -> Path | None:
+    """The checkpoint of the run's last planned epoch, if training got there (``trainer.max_epochs``)."""
+    config = run_dir / CONFIG_NAME
+    if not config.is_file():
+        return None
+    max_epochs = int(yaml.safe_load(config.read_text())["trainer"]["max_epochs"])
+    path = run_dir / CHECKPOINT_DIR / f"epoch{max_epochs - 1:04d}.ckpt"
+    return path if path.is_file() else None
+
+
+def ensure_dataset(root: Path, preset: str, *, backend: str = "auto") -> Path:
+    """Build the benchmark ``preset`` at ``root`` unless its ``dataset.yaml`` is there (make-dataset resumes)."""
+    if not (root / "dataset.yaml").is_file() or not _complete(root):
+        from triton_s2r.benchmark.dataset import make_dataset
+
+        print(f"[demo] building the {preset!r} benchmark at {root}", flush=True)
+        make_dataset(root, preset=preset, backend=backend)
+    return root
+
+
+def _complete(root: Path) -> bool:
+    from triton_s2r.datasets import BenchmarkDataset, DatasetError
+
+    try:
+        BenchmarkDataset.open(root)
+    except DatasetError:  # an interrupted build: make_dataset finishes it
+        return False
+    return True
+
+
+def ensure_run(run_dir: Path, *, experiment: str, data_root: Path, overrides: tuple[str, ...] = ()) -> bool:
+    """Train ``experiment`` on ``data_root`` into ``run_dir`` unless it has finished already.
+
+    Runs ``python -m triton_s2r.train`` (the code path of ``triton-s2r train``) in a subprocess, so Hydra
+    owns its process as usual; resumes from ``checkpoints/last.ckpt`` when an earlier job stopped early.
+
+    Returns:
+        True if it trained, False if a finished run was reused.
+
+    Raises:
+        RuntimeError: training failed (its output above says why).
+    """
+    config = run_dir / CONFIG_NAME
+    if config.is_file():
+        trained_on = str(yaml.safe_load(config.read_text())["data"]["root"])
+        if Path(trained_on).resolve() != data_root.resolve():
+            raise ValueError(f"{run_dir} holds a run trained on {trained_on}, not on {data_root}; choose another "
+                             f"--out (or --experiment), or delete that run")
+    if final_checkpoint(run_dir) is not None:
+        print(f"[demo] reusing the finished run {run_dir}", flush=True)
+        return False
+    command = [sys.executable, "-m", "triton_s2r.train", f"experiment={experiment}", f"data.root={data_root}",
+               f"hydra.run.dir={run_dir}", *overrides]
+    if (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():
+        command.append(f"resume={run_dir}")
+        print(f"[demo] resuming training of {run_dir}", flush=True)
+    else:
+        print(f"[demo] training experiment={experiment} into {run_dir}", flush=True)
+    status = subprocess.run(command, check=False).returncode
+    if status != 0:
+        raise RuntimeError(f"training exited with status {status} (command: {' '.join(command)}); its output is "
+                           f"above; rerun `triton-s2r demo` with the same options to resume")
+    if final_checkpoint(run_dir) is None:
+        raise RuntimeError(f"training finished but {run_dir / CHECKPOINT_DIR} has no final epoch checkpoint")
+    return True
+
+
+def prepare_run(out: str | os.PathLike, *, preset: str, experiment: str, backend: str = "auto",
+                overrides: tuple[str, ...] = ()) -> tuple[Path, Path]:
+    """Steps 1 and 2 of the demo (used by the notebooks too); returns ``(data_root, run_dir)``."""
+    out = Path(out).resolve()
+    data_root = ensure_dataset(out / "data" / preset, preset, backend=backend)
+    run_dir = out / "runs" / experiment
+    ensure_run(run_dir, experiment=experiment, data_root=data_root, overrides=overrides)
+    return data_root, run_dir
+
+
+def run_demo(
+    out: str | os.PathLike = "outputs",
+    *,
+    preset: str = "small",
+    experiment: str = "demo",
+    backend: str = "auto",
+    device: str = "auto",
+    batch_size: int = 16,
+    fps: float = 10.0,
+    overrides: tuple[str, ...] = (),
+) -> DemoResult:
+    """The main job (see the module docstring).
+
+    Args:
+        out: output root: ``data/``, ``runs/`` and ``videos/`` go under it.
+        preset: benchmark size (``tiny``, ``small``, ``full``).
+        experiment: training recipe (``conf/experiment/<name>.yaml``).
+        backend: render backend for building the dataset.
+        device: where translation runs (training picks its own device from the experiment's trainer).
+        batch_size: frames per translation call.
+        fps: video frame rate.
+        overrides: extra Hydra overrides for training.
+    """
+    start = time.perf_counter()
+    out = Path(out).resolve()
+    data_root = ensure_dataset(out / "data" / preset, preset, backend=backend)
+    run_dir = out / "runs" / experiment
+    trained = ensure_run(run_dir, experiment=experiment, data_root=data_root, overrides=overrides)
+    checkpoint = final_checkpoint(run_dir)
+
+    from triton_s2r.datasets import BenchmarkDataset
+    from triton_s2r.translate import pick_split
+
+    sequence = pick_split(BenchmarkDataset.open(data_root), None)
+    video_path = out / "videos" / f"{experiment}_{Path(sequence).name}.mp4"
+    print(f"[demo] translating {sequence} to {video_path}", flush=True)
+    video = translate(run_dir, data_root, video_path, side_by_side=True, batch_size=batch_size, device=device,
+                      checkpoint=str(checkpoint), sequence=sequence, fps=fps)
+
+    # Evaluation hook (issue 7): once `triton-s2r eval` exists, call its library function here on
+    # (run_dir, data_root), writing under out / "eval" / experiment, and return its report path; the CLI
+    # summary prints it. Until then there is nothing to run.
+    evaluation = None
+    return DemoResult(data_root, run_dir, checkpoint, trained, video, evaluation, time.perf_counter() - start)

@@ -1,0 +1,287 @@
+"""Stateless inference: load a trained run and translate G-buffers into real-looking images.
+
+Examples::
+
+    from triton_s2r.translator import Translator
+    from triton_s2r.datasets import BenchmarkDataset
+
+    translator = Translator.from_run_dir("outputs/runs/demo")          # last checkpoint, CUDA if present
+    frames = BenchmarkDataset.open("outputs/data/small").uvl_frames("test")
+    out = translator(frames[0])                                         # a one-frame GBuffer
+    out.translation.shape                                               # (1, 3, 128, 128), in [0, 1]
+
+The translator is the same ``TritonModel`` that training optimises (texture, x_a, E_A, G_B), built from the
+run's resolved ``config.yaml`` and loaded from a Lightning checkpoint. It keeps no state between calls:
+a surface point looks the same in every frame because it samples the same learned texture (paper §3.1).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import yaml
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+from torch import Tensor
+
+from triton_s2r.datasets import BenchmarkDataset, DatasetError
+from triton_s2r.models.triton import TritonModel, to_unit
+from triton_s2r.render.gbuffer import GBuffer
+from triton_s2r.render.scene import LabelTable, Scene, load_scene
+
+CONFIG_NAME = "config.yaml"
+CHECKPOINT_DIR = "checkpoints"
+LAST_CHECKPOINT = "last.ckpt"
+MODEL_PREFIX = "model."
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint cannot be read or does not fit the run's config; the message names it and the fix."""
+
+
+@dataclass(frozen=True)
+class TranslationOutput:
+    """What one ``Translator`` call returns for a batch of B frames of H x W pixels.
+
+    Attributes:
+        translation: (B, 3, H, W) float32 in [0, 1], the sim->real translation x_ab.
+        texture: (B, 3, H, W) float32 in [0, 1], the texture projection (the learned texture's RGB sampled
+            at each pixel's UV, antialiased when supersampled); black on void pixels.
+        mask: (B, H, W) bool, True where the pixel shows a surface (label != void).
+    """
+
+    translation: Tensor
+    texture: Tensor
+    mask: Tensor
+
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """``"auto"`` is CUDA when available, else CPU; anything else is passed to ``torch.device``."""
+    if str(device) == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"device {device} requested but CUDA is not available; use --device cpu or auto")
+    return device
+
+
+def find_run_checkpoint(run_dir: Path, checkpoint: str | os.PathLike | None = None) -> Path:
+    """The checkpoint file of a run.
+
+    Args:
+        run_dir: the run directory (holds ``checkpoints/``).
+        checkpoint: None for ``checkpoints/last.ckpt``; a file path; or a name inside ``checkpoints/``
+            (``epoch0003.ckpt``, or ``epoch0003`` without the suffix).
+
+    Raises:
+        FileNotFoundError: no such checkpoint; the message lists the ones the run has.
+    """
+    folder = run_dir / CHECKPOINT_DIR
+    if checkpoint is None:
+        path = folder / LAST_CHECKPOINT
+    else:
+        path = Path(checkpoint)
+        if not path.is_file():
+            name = path.name if path.suffix == ".ckpt" else f"{path.name}.ckpt"
+            path = folder / name if len(path.parts) == 1 else path
+    if not path.is_file():
+        available = sorted(p.name for p in folder.glob("*.ckpt")) if folder.is_dir() else []
+        hint = (f"the run has {', '.join(available)}; pass one of them" if available else
+                "the run has no checkpoints yet: train it (`triton-s2r train ... hydra.run.dir=<run dir>`) "
+                "until an epoch ends")
+        raise FileNotFoundError(f"checkpoint not found: {path}; {hint}")
+    return path
+
+
+def load_model_weights(path: Path) -> dict[str, Tensor]:
+    """The ``model.*`` entries of a Lightning checkpoint's ``state_dict``, prefix removed (on the CPU)."""
+    try:
+        # weights_only: the system stores plain containers as hyperparameters, so nothing is unpickled
+        # beyond tensors and builtins (a checkpoint from elsewhere cannot run code).
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises RuntimeError, UnpicklingError, EOFError, ... for broken files
+        raise CheckpointError(
+            f"{path}: not a readable checkpoint ({type(exc).__name__}: {exc}); it may be truncated or not a "
+            f"triton_s2r checkpoint; pick another one with --checkpoint (e.g. an epochNNNN.ckpt of the run)"
+        ) from exc
+    state = checkpoint.get("state_dict") if isinstance(checkpoint, dict) else None
+    weights = {k[len(MODEL_PREFIX):]: v for k, v in (state or {}).items() if k.startswith(MODEL_PREFIX)}
+    if not weights:
+        raise CheckpointError(f"{path}: holds no '{MODEL_PREFIX}*' weights; is it a `triton-s2r train` checkpoint?")
+    return weights
+
+
+def _training_labels(cfg: DictConfig, run_dir: Path) -> tuple[LabelTable | None, Path | None]:
+    """The label table and benchmark root the run was trained on, when they can still be found."""
+    data = cfg.get("data") or {}
+    if data.get("root"):
+        root = Path(str(data.root))
+        # A relative root was relative to the training job's working directory: try this one, then the run
+        # directory's ancestors (a run in <repo>/outputs/runs/x trained on <repo>/outputs/data/y).
+        ancestors = [] if root.is_absolute() else [folder / root for folder in run_dir.resolve().parents]
+        for candidate in (root, *ancestors):
+            if (candidate / "dataset.yaml").is_file():
+                try:
+                    return BenchmarkDataset.open(candidate, check_files=False).labels, candidate
+                except DatasetError:
+                    return None, candidate
+        return None, None
+    spec = data.get("labels")
+    if spec and spec.get("names") is not None:
+        names, values = tuple(spec.names), tuple(spec["values"])
+        return LabelTable(names, values, spec.get("void_value", 0)), None
+    return None, None
+
+
+class Translator:
+    """A trained TRITON translator: G-buffers in, translations, texture projections and masks out.
+
+    Build it with ``from_run_dir``; call it on a ``GBuffer``. Deterministic: the model is in eval mode
+    (no encoder input noise), so the same input gives bit-identical output on the same device.
+
+    Args:
+        model: the trained ``TritonModel``.
+        labels: the label table of the training data (decodes UVL files); None when unknown.
+        data_root: the benchmark dataset the run was trained on (baked scene, states); None when unknown.
+        run_dir: the run directory, for messages.
+    """
+
+    def __init__(
+        self,
+        model: TritonModel,
+        *,
+        labels: LabelTable | None = None,
+        data_root: Path | None = None,
+        run_dir: Path | None = None,
+    ) -> None:
+        if labels is not None and labels.num_labels != model.num_labels:
+            raise ValueError(f"label table has {labels.num_labels} labels but the model {model.num_labels}")
+        self.model = model.eval()
+        self.label_table = labels  # None when the training data is gone; see `labels`
+        self.data_root = data_root
+        self.run_dir = run_dir
+
+    @classmethod
+    def from_run_dir(
+        cls,
+        run_dir: str | os.PathLike,
+        checkpoint: str | os.PathLike | None = None,
+        device: str | torch.device = "auto",
+    ) -> Translator:
+        """Load a run written by ``triton-s2r train``.
+
+        Args:
+            run_dir: the run directory (``config.yaml`` and ``checkpoints/``).
+            checkpoint: None for the last checkpoint, else a file or a name in ``checkpoints/``.
+            device: ``"auto"`` (CUDA if available), ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...
+
+        Raises:
+            FileNotFoundError: the run directory, its config or the checkpoint is missing.
+            CheckpointError: the checkpoint is unreadable or does not match the config.
+        """
+        run_dir = Path(run_dir)
+        if not run_dir.is_dir():
+            raise FileNotFoundError(f"run directory not found: {run_dir}; pass the folder that `triton-s2r train` "
+                                    f"wrote (its hydra.run.dir, e.g. outputs/runs/demo)")
+        config_path = run_dir / CONFIG_NAME
+        if not config_path.is_file():
+            raise FileNotFoundError(f"{config_path} not found: {run_dir} is not a triton_s2r run directory (train "
+                                    f"writes config.yaml there when it starts); pass the run's folder")
+        try:
+            cfg = OmegaConf.create(yaml.safe_load(config_path.read_text()))
+            model = instantiate(cfg.model.translator)
+        except Exception as exc:  # a hand-edited or foreign config: say which file
+            raise ValueError(f"{config_path}: cannot build the model from cfg.model.translator ({exc})") from exc
+        path = find_run_checkpoint(run_dir, checkpoint)
+        try:
+            model.load_state_dict(load_model_weights(path))
+        except RuntimeError as exc:
+            if isinstance(exc, CheckpointError):
+                raise
+            raise CheckpointError(f"{path}: weights do not fit the model of {config_path} ({exc}); was the "
+                                  f"checkpoint written by another run?") from exc
+        labels, data_root = _training_labels(cfg, run_dir)
+        return cls(model, labels=labels, data_root=data_root, run_dir=run_dir).to(resolve_device(device))
+
+    def to(self, device: str | torch.device) -> Translator:
+        """Move the model to ``device`` (``"auto"`` allowed); returns self."""
+        self.model.to(resolve_device(device))
+        return self
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def num_labels(self) -> int:
+        """K, the number of object labels the model knows (void excluded)."""
+        return self.model.num_labels
+
+    @property
+    def labels(self) -> LabelTable:
+        """The training data's label table (maps UVL file values to label ids).
+
+        Raises:
+            ValueError: the run's training data is no longer where its config says.
+        """
+        if self.label_table is None:
+            raise ValueError(f"the label table of run {self.run_dir} is unknown: its training data (data.root or "
+                             f"data.labels in config.yaml) cannot be found; translate a benchmark dataset folder, "
+                             f"whose dataset.yaml holds the labels, or restore the training data")
+        return self.label_table
+
+    def scene(self) -> Scene:
+        """The baked scene of the training dataset (``assets/scene.yaml``), for rendering states.
+
+        Raises:
+            FileNotFoundError: the run was not trained on a benchmark dataset that is still on disk.
+        """
+        if self.data_root is None:
+            raise FileNotFoundError(f"run {self.run_dir} was not trained on a benchmark dataset that is still on "
+                                    f"disk, so there is no baked scene; pass --scene <scene.yaml>")
+        manifest = BenchmarkDataset.open(self.data_root, check_files=False).manifest
+        return load_scene(self.data_root / manifest["scene"])
+
+    @torch.inference_mode()
+    def __call__(self, gbuffer: GBuffer, supersample: int = 1) -> TranslationOutput:
+        """Translate a batch of G-buffers.
+
+        Args:
+            gbuffer: B frames rendered at ``supersample`` times the output size: ``uv`` (B, 2, kH, kW) in
+                [0, 1], ``label`` (B, kH, kW) int64 in 0..K. Moved to the translator's device.
+            supersample: k; the texture is averaged over each k x k block (antialiasing), UVs and labels are
+                taken at each block's top-left subsample.
+
+        Returns:
+            The (B, ., H, W) output; bf16 autocast on CUDA, float32 results.
+        """
+        if gbuffer.height % supersample or gbuffer.width % supersample:
+            raise ValueError(f"G-buffer of {gbuffer.height}x{gbuffer.width} pixels is not a multiple of "
+                             f"supersample={supersample}")
+        device = self.device
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            batch = self.model.sample_texture(gbuffer.uv.to(device), gbuffer.label.to(device), supersample)
+            x_a, _ = self.model.sim_image(batch)
+            translation = self.model.translate(x_a)
+        mask = batch.label != 0
+        texture = batch.texture[:, :3].float().clamp(0, 1) * mask[:, None]
+        return TranslationOutput(translation=to_unit(translation), texture=texture, mask=mask)
+
+    @torch.inference_mode()
+    def bake_textures(self, resolution: int = 512) -> Tensor:
+        """Evaluate every label's learned RGB texture on a raster.
+
+        Args:
+            resolution: R, texels per side.
+
+        Returns:
+            (K, 3, R, R) float32 in [0, 1] on the translator's device; ``[l - 1, :, row, col]`` is label l at
+            ``(u, v) = ((row + 0.5) / R, (col + 0.5) / R)``: rows follow u, columns follow v (see
+            ``models/texture_space.py``; ``export.texture_image`` turns it into an ordinary image).
+        """
+        if resolution < 1:
+            raise ValueError(f"resolution must be >= 1, got {resolution}")
+        return self.model.texture.bake(resolution)[:, :3].float().clamp(0, 1)
