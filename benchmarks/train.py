@@ -89,8 +89,8 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
         cfg = compose("train", overrides=overrides)
     datamodule, system = build(cfg)
     timer = StepTimer(warmup, profile)
-    trainer = pl.Trainer(accelerator="gpu", devices=devices, strategy="ddp_find_unused_parameters_true" if devices > 1 else "auto",
-                         precision=precision, max_epochs=1, logger=False,
+    strategy = "ddp_find_unused_parameters_true" if devices > 1 else "auto"
+    trainer = pl.Trainer(accelerator="gpu", devices=devices, strategy=strategy, precision=precision, max_epochs=1, logger=False,
                          enable_checkpointing=False, enable_progress_bar=False, callbacks=[timer],
                          default_root_dir="/tmp/bench_train")
     trainer.fit(system, datamodule=datamodule)

@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 import yaml
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
-from torch import Tensor
+from torch import Tensor, nn
 
 from triton_s2r.datasets import BenchmarkDataset, DatasetError
 from triton_s2r.models.triton import TritonModel, to_unit
@@ -160,6 +161,9 @@ class Translator:
         if labels is not None and labels.num_labels != model.num_labels:
             raise ValueError(f"label table has {labels.num_labels} labels but the model {model.num_labels}")
         self.model = model.eval()
+        # E_A halves the size at each stride-2 conv and G_B doubles it back: other sizes are padded to a multiple.
+        strided = [m for m in model.generator_sim.encoder.modules() if isinstance(m, nn.Conv2d) and m.stride[0] > 1]
+        self.size_multiple = 2 ** len(strided)
         self.label_table = labels  # None when the training data is gone; see `labels`
         self.data_root = data_root
         self.run_dir = run_dir
@@ -256,7 +260,9 @@ class Translator:
                 taken at each block's top-left subsample.
 
         Returns:
-            The (B, ., H, W) output; bf16 autocast on CUDA, float32 results.
+            The (B, ., H, W) output; bf16 autocast on CUDA, float32 results. Any H and W work: sizes that are
+            not a multiple of ``size_multiple`` (4 for the reference generator) are padded by edge replication
+            for the generator and cropped back.
         """
         if gbuffer.height % supersample or gbuffer.width % supersample:
             raise ValueError(f"G-buffer of {gbuffer.height}x{gbuffer.width} pixels is not a multiple of "
@@ -265,7 +271,11 @@ class Translator:
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
             batch = self.model.sample_texture(gbuffer.uv.to(device), gbuffer.label.to(device), supersample)
             x_a, _ = self.model.sim_image(batch)
-            translation = self.model.translate(x_a)
+            height, width = x_a.shape[-2:]
+            pad_h, pad_w = -height % self.size_multiple, -width % self.size_multiple
+            if pad_h or pad_w:  # replicate the last rows and columns, translate, crop them off again
+                x_a = F.pad(x_a, (0, pad_w, 0, pad_h), mode="replicate")
+            translation = self.model.translate(x_a)[..., :height, :width]
         mask = batch.label != 0
         texture = batch.texture[:, :3].float().clamp(0, 1) * mask[:, None]
         return TranslationOutput(translation=to_unit(translation), texture=texture, mask=mask)
