@@ -90,8 +90,8 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
     datamodule, system = build(cfg)
     timer = StepTimer(warmup, profile)
     strategy = "ddp_find_unused_parameters_true" if devices > 1 else "auto"
-    trainer = pl.Trainer(accelerator="gpu", devices=devices, strategy=strategy, precision=precision, max_epochs=1, logger=False,
-                         enable_checkpointing=False, enable_progress_bar=False, callbacks=[timer],
+    trainer = pl.Trainer(accelerator="gpu", devices=devices, strategy=strategy, precision=precision, max_epochs=1,
+                         logger=False, enable_checkpointing=False, enable_progress_bar=False, callbacks=[timer],
                          default_root_dir="/tmp/bench_train")
     trainer.fit(system, datamodule=datamodule)
     if profile:
