@@ -250,3 +250,17 @@ def test_ablation_variants_build_and_translate(texture_kind, texture_multiplier,
     texture_grads = [parameter.grad for parameter in texture.parameters()]
     reaches_texture = any(grad is not None and grad.abs().sum() > 0 for grad in texture_grads)
     assert reaches_texture == (texture_multiplier != 0)
+
+
+def test_neural_texture_splits_huge_inputs_without_changing_the_result(monkeypatch) -> None:
+    """CUDA kernels index with 32 bits: large batches are evaluated in chunks, with the same values."""
+    import triton_s2r.models.neural_texture as module
+
+    texture = module.NeuralTexture(3, num_frequencies=8, hidden_channels=16)
+    g = torch.Generator().manual_seed(0)
+    uv, label = torch.rand(3, 2, 20, 30, generator=g), torch.randint(0, 4, (3, 20, 30), generator=g)
+    whole = texture(uv, label)
+    monkeypatch.setattr(module, "MAX_PIXELS_PER_CALL", 500)  # splits the batch
+    torch.testing.assert_close(texture(uv, label), whole)
+    monkeypatch.setattr(module, "MAX_PIXELS_PER_CALL", 100)  # splits the rows of one image
+    torch.testing.assert_close(texture(uv[:1], label[:1]), whole[:1])

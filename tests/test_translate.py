@@ -103,6 +103,17 @@ def test_translator_is_deterministic_with_named_outputs(translator, data_root) -
     torch.testing.assert_close(alone.translation, first.translation[1:2], atol=1e-5, rtol=0)
 
 
+def test_baked_texture_matches_the_exact_texture(translator, data_root) -> None:
+    """Inference rasterises the fixed texture once (the paper's lookup image); per-pixel evaluation agrees."""
+    frames = BenchmarkDataset.open(data_root).uvl_frames("test")
+    gbuffer = GBuffer.cat([frames[i] for i in range(2)])
+    assert translator.texture_resolution == 1024
+    baked = translator(gbuffer)
+    exact = Translator.from_run_dir(translator.run_dir, device="cpu", texture_resolution=None)(gbuffer)
+    assert (baked.texture - exact.texture).abs().max() < 0.02
+    assert (baked.translation - exact.translation).abs().mean() < 0.01
+
+
 def test_supersampled_gbuffer_gives_output_resolution(translator, data_root) -> None:
     dataset = BenchmarkDataset.open(data_root)
     source = open_input(data_root / "test" / "states.npz", translator, supersample=2)

@@ -277,6 +277,7 @@ def translate_source(
     side_by_side: bool = False,
     batch_size: int = 16,
     fps: float = 10.0,
+    texture_resolution: int | None = 1024,
     progress: bool = True,
 ) -> TranslateResult:
     """Translate every frame of ``source`` and write them to ``out`` (mp4 or PNG folder) as they are ready.
@@ -333,13 +334,15 @@ def translate(
     supersample: int = 1,
     backend: str = "auto",
     fps: float = 10.0,
+    texture_resolution: int | None = 1024,
     progress: bool = True,
 ) -> TranslateResult:
     """Load a run, resolve INPUT and write the translated sequence (the ``translate`` subcommand).
 
     Args are those of ``Translator.from_run_dir``, ``open_input`` and ``translate_source``.
     """
-    translator = Translator.from_run_dir(run_dir, checkpoint=checkpoint, device=device)
+    translator = Translator.from_run_dir(run_dir, checkpoint=checkpoint, device=device,
+                                         texture_resolution=texture_resolution)
     source = open_input(input, translator, sequence=sequence, scene=scene, resolution=resolution,
                         supersample=supersample, backend=backend)
     return translate_source(translator, source, out, side_by_side=side_by_side, batch_size=batch_size, fps=fps,

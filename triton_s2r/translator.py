@@ -157,6 +157,7 @@ class Translator:
         labels: LabelTable | None = None,
         data_root: Path | None = None,
         run_dir: Path | None = None,
+        texture_resolution: int | None = 1024,
     ) -> None:
         if labels is not None and labels.num_labels != model.num_labels:
             raise ValueError(f"label table has {labels.num_labels} labels but the model {model.num_labels}")
@@ -167,6 +168,10 @@ class Translator:
         self.label_table = labels  # None when the training data is gone; see `labels`
         self.data_root = data_root
         self.run_dir = run_dir
+        # The texture is fixed at inference, so it is rasterised once and sampled bilinearly, as the paper
+        # does (METHOD.md §2.3); None evaluates it exactly at every pixel's UV (slower, same to ~1e-3).
+        self.texture_resolution = texture_resolution
+        self._baked: Tensor | None = None
 
     @classmethod
     def from_run_dir(
@@ -174,6 +179,7 @@ class Translator:
         run_dir: str | os.PathLike,
         checkpoint: str | os.PathLike | None = None,
         device: str | torch.device = "auto",
+        texture_resolution: int | None = 1024,
     ) -> Translator:
         """Load a run written by ``triton-s2r train``.
 
@@ -181,6 +187,8 @@ class Translator:
             run_dir: the run directory (``config.yaml`` and ``checkpoints/``).
             checkpoint: None for the last checkpoint, else a file or a name in ``checkpoints/``.
             device: ``"auto"`` (CUDA if available), ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...
+            texture_resolution: rasterise the texture once at R x R per label and sample it bilinearly
+                (default 1024); None evaluates the texture network at every pixel.
 
         Raises:
             FileNotFoundError: the run directory, its config or the checkpoint is missing.
@@ -208,11 +216,13 @@ class Translator:
             raise CheckpointError(f"{path}: weights do not fit the model of {config_path} ({exc}); was the "
                                   f"checkpoint written by another run?") from exc
         labels, data_root = _training_labels(cfg, run_dir)
-        return cls(model, labels=labels, data_root=data_root, run_dir=run_dir).to(resolve_device(device))
+        return cls(model, labels=labels, data_root=data_root, run_dir=run_dir,
+                   texture_resolution=texture_resolution).to(resolve_device(device))
 
     def to(self, device: str | torch.device) -> Translator:
         """Move the model to ``device`` (``"auto"`` allowed); returns self."""
         self.model.to(resolve_device(device))
+        self._baked = None
         return self
 
     @property
@@ -269,7 +279,11 @@ class Translator:
                              f"supersample={supersample}")
         device = self.device
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
-            batch = self.model.sample_texture(gbuffer.uv.to(device), gbuffer.label.to(device), supersample)
+            if self.texture_resolution and self._baked is None:
+                with torch.autocast(device_type=device.type, enabled=False):
+                    self._baked = self.model.texture.bake(self.texture_resolution).float()
+            batch = self.model.sample_texture(gbuffer.uv.to(device), gbuffer.label.to(device), supersample,
+                                              baked=self._baked if self.texture_resolution else None)
             x_a, _ = self.model.sim_image(batch)
             height, width = x_a.shape[-2:]
             pad_h, pad_w = -height % self.size_multiple, -width % self.size_multiple

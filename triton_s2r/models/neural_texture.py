@@ -25,6 +25,9 @@ from torch import Tensor, nn
 
 from triton_s2r.models.texture_space import check_labels, sample_label_textures, texel_centers
 
+#: Pixels evaluated per call at most (hidden activations of 256 channels stay well under 2^31 elements).
+MAX_PIXELS_PER_CALL = 2**22
+
 
 def _group_pixels_by_label(labels: Tensor, num_labels: int, tile_size: int) -> tuple[Tensor, Tensor, Tensor]:
     """Pack the non-void entries of a flat label vector into single-label tiles.
@@ -156,6 +159,15 @@ class NeuralTexture(nn.Module):
         check_labels(label, self.num_labels)
         if self.sampling == "baked":
             return sample_label_textures(self.bake(self.bake_resolution), uv, label)
+        if label.numel() > MAX_PIXELS_PER_CALL:
+            # The hidden activations (pixels x width) must stay under 2^31 elements for CUDA kernels' 32-bit
+            # indexing: split the batch, or the rows of a single huge image.
+            if label.shape[0] > 1:
+                size = max(1, MAX_PIXELS_PER_CALL // label[0].numel())
+                return torch.cat([self(u, lab) for u, lab in zip(uv.split(size), label.split(size), strict=True)])
+            rows = max(1, MAX_PIXELS_PER_CALL // label.shape[-1])
+            return torch.cat([self(u, lab) for u, lab in zip(uv.split(rows, -2), label.split(rows, -2), strict=True)],
+                             dim=-2)
 
         batch, _, height, width = uv.shape
         flat_uv = uv.permute(0, 2, 3, 1).reshape(-1, 2)

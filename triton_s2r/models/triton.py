@@ -14,6 +14,7 @@ from torch import Tensor, nn
 
 from triton_s2r.models.generator import StyleFreeGenerator
 from triton_s2r.models.sim_input import SimInput, texture_projection
+from triton_s2r.models.texture_space import sample_label_textures
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class TritonModel(nn.Module):
     def num_labels(self) -> int:
         return self.sim_input.num_labels
 
-    def sample_texture(self, uv: Tensor, label: Tensor, supersample: int = 1) -> SimBatch:
+    def sample_texture(self, uv: Tensor, label: Tensor, supersample: int = 1, baked: Tensor | None = None) -> SimBatch:
         """Evaluate the texture, antialiased by supersampling.
 
         Args:
@@ -66,11 +67,13 @@ class TritonModel(nn.Module):
             label: (B, kH, kW) labels at the same resolution.
             supersample: k. The texture is evaluated at every subsample and average-pooled; the UVs and
                 labels kept for x_a and the losses are each block's top-left subsample (never blended).
+            baked: optional (K, C, R, R) raster of the texture (``texture.bake(R)``), sampled bilinearly
+                instead of evaluating the texture at every pixel (inference: the texture is fixed).
 
         Returns:
             The batch at output resolution.
         """
-        texture = self.texture(uv, label)
+        texture = self.texture(uv, label) if baked is None else sample_label_textures(baked, uv, label)
         if supersample > 1:
             texture = F.avg_pool2d(texture.float(), supersample)
             uv, label = uv[..., ::supersample, ::supersample], label[..., ::supersample, ::supersample]
