@@ -271,3 +271,15 @@ def test_exported_texture_orientation_round_trip(exported, translator, path, lab
     flipped = np.abs(shown - model_texture(uv[:, 0], 1 - uv[:, 1])).mean()
     assert error < 0.04, f"exported texture disagrees with the model at the mesh UVs (mean error {error:.3f})"
     assert transposed > 3 * error and flipped > 3 * error
+
+
+def test_large_batches_are_translated_in_parts(translator, data_root, monkeypatch) -> None:
+    import triton_s2r.translator as module
+
+    frames = BenchmarkDataset.open(data_root).uvl_frames("test")
+    gbuffer = GBuffer.cat([frames[i] for i in range(3)])
+    whole = translator(gbuffer)
+    monkeypatch.setattr(module, "MAX_PIXELS_PER_CALL", SIZE * SIZE)  # one frame per call
+    parts = translator(gbuffer)
+    for name in ("translation", "texture", "mask"):
+        torch.testing.assert_close(getattr(parts, name), getattr(whole, name), atol=1e-5, rtol=0)

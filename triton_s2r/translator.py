@@ -18,7 +18,7 @@ a surface point looks the same in every frame because it samples the same learne
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import torch
@@ -57,6 +57,10 @@ class TranslationOutput:
     translation: Tensor
     texture: Tensor
     mask: Tensor
+
+
+#: Pixels (at G-buffer resolution) per model call at most; 32 frames of 512 x 512.
+MAX_PIXELS_PER_CALL = 2**23
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
@@ -277,6 +281,12 @@ class Translator:
         if gbuffer.height % supersample or gbuffer.width % supersample:
             raise ValueError(f"G-buffer of {gbuffer.height}x{gbuffer.width} pixels is not a multiple of "
                              f"supersample={supersample}")
+        frames = max(1, MAX_PIXELS_PER_CALL // (gbuffer.height * gbuffer.width))
+        if gbuffer.batch_size > frames:
+            # Large batches go through in parts: some CUDA kernels index with 32 bits, and memory stays bounded.
+            parts = [self(gbuffer[i:i + frames], supersample) for i in range(0, gbuffer.batch_size, frames)]
+            joined = (torch.cat([getattr(part, f.name) for part in parts]) for f in fields(TranslationOutput))
+            return TranslationOutput(*joined)
         device = self.device
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
             if self.texture_resolution and self._baked is None:
