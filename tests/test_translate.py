@@ -28,24 +28,6 @@ FRAMES = 8  # tiny preset: frames per sequence and in the test split
 
 
 @pytest.fixture(scope="module")
-def demo_out(tmp_path_factory) -> Path:
-    pytest.importorskip("mitsuba")  # the benchmark's real frames are path traced
-    out = tmp_path_factory.getbasetemp() / "tiny_outputs"  # shared with test_notebooks.py
-    assert main(["demo", "--preset", "tiny", "--experiment", "tiny", "--out", str(out), "--batch-size", "4"]) == 0
-    return out
-
-
-@pytest.fixture(scope="module")
-def run_dir(demo_out) -> Path:
-    return demo_out / "runs" / "tiny"
-
-
-@pytest.fixture(scope="module")
-def data_root(demo_out) -> Path:
-    return demo_out / "data" / "tiny"
-
-
-@pytest.fixture(scope="module")
 def translator(run_dir) -> Translator:
     return Translator.from_run_dir(run_dir, device="cpu")
 

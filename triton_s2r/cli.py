@@ -30,7 +30,7 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"  checkpoint:  {result.checkpoint}")
     print(f"  video:       {video.out} ({video.num_frames} frames, {video.frame_size[1]}x{video.frame_size[0]}, "
           f"panels: {' | '.join(video.panels)})")
-    print(f"  evaluation:  {result.evaluation or 'not run (no eval subcommand in this version)'}")
+    print(f"  evaluation:  {result.evaluation}")
     textures = result.run_dir.parent.parent / "textures" / result.run_dir.name
     print(f"  next:        triton-s2r export-textures {result.run_dir} --out {textures}")
     return 0
@@ -47,6 +47,19 @@ def _translate(args: argparse.Namespace) -> int:
     print(f"wrote {result.out.resolve()}: {result.num_frames} frames of {result.frame_size[1]}x"
           f"{result.frame_size[0]} ({' | '.join(result.panels)}) from {result.source} on {result.device}, "
           f"{result.num_frames / max(result.seconds, 1e-9):.1f} frames/s")
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from triton_s2r.evaluate import evaluate, write_metrics
+
+    result = evaluate(args.run_dir, args.dataset_dir, split=args.split, checkpoint=args.checkpoint,
+                      device=args.device, batch_size=args.batch_size, grid_size=args.grid_size)
+    out = write_metrics(result, args.out)
+    shown = ("psnr", "psnr_masked", "ssim", "surface_consistency", "surface_consistency_real", "warp_error",
+             "warp_error_real")
+    print("  ".join(f"{k}={result[k]:.4f}" for k in shown if result[k] is not None))
+    print(f"wrote {out.resolve()} ({result['n_frames']} paired frames, {result['n_sequences']} sequences)")
     return 0
 
 
@@ -170,6 +183,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="train TRITON (Hydra overrides, e.g. experiment=tiny data.root=DIR; `train --help` lists groups)",
         add_help=False,
     )
+
+    ev = sub.add_parser(
+        "eval",
+        help="metrics of a trained run on a benchmark dataset (PSNR, SSIM, surface consistency, warp error)",
+        description="Translate the paired split and every video sequence of DATASET_DIR with RUN_DIR and write "
+        "metrics as JSON: psnr, ssim (whole frames, higher is better), psnr_masked, ssim_masked (objects and "
+        "robot only), surface_consistency and warp_error (lower is better; the _real variants give the real "
+        "frames' own level), n_frames, and the dataset and checkpoint. FID, KID and LPIPS need pretrained "
+        "weights and are reported as null. Example: triton-s2r eval outputs/runs/demo outputs/data/small "
+        "--out outputs/metrics.json",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    ev.add_argument("run_dir", type=Path, help="run directory written by `triton-s2r train`")
+    ev.add_argument("dataset_dir", type=Path, help="benchmark dataset folder (dataset.yaml)")
+    ev.add_argument("--out", type=Path, required=True, help="metrics JSON file")
+    ev.add_argument("--split", default="test", help="paired split for PSNR and SSIM")
+    ev.add_argument("--checkpoint", default=None, help="checkpoint name or file (default: the last)")
+    ev.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N")
+    ev.add_argument("--batch-size", type=int, default=16, help="frames per model call")
+    ev.add_argument("--grid-size", type=int, default=128, help="UV grid texels per side for the consistency metrics")
+    ev.set_defaults(func=_eval)
 
     make = sub.add_parser(
         "make-dataset",

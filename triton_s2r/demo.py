@@ -13,7 +13,7 @@ Steps, each skipped when its result is already on disk (so rerunning an interrup
    earlier is resumed from its last checkpoint;
 3. translate the dataset's first test sequence to ``OUT/videos/<experiment>_<sequence>.mp4`` with the
    side-by-side panel (UVL | texture | translation | real);
-4. evaluation (not yet: see the hook in ``run_demo``).
+4. evaluate the run on the dataset (``triton-s2r eval``) into ``OUT/eval/<experiment>.json``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class DemoResult:
         checkpoint: the checkpoint used for translation.
         trained: False when an existing finished run was reused.
         video: the side-by-side mp4 and what went into it.
-        evaluation: the evaluation report, once evaluation exists (None until then).
+        evaluation: the metrics JSON written by ``triton-s2r eval``'s library function.
         seconds: wall time of the whole job.
     """
 
@@ -50,7 +50,7 @@ class DemoResult:
     checkpoint: Path
     trained: bool
     video: TranslateResult
-    evaluation: Path | None
+    evaluation: Path
     seconds: float
 
 
@@ -170,8 +170,9 @@ def run_demo(
     video = translate(run_dir, data_root, video_path, side_by_side=True, batch_size=batch_size, device=device,
                       checkpoint=str(checkpoint), sequence=sequence, fps=fps)
 
-    # Evaluation hook (issue 7): once `triton-s2r eval` exists, call its library function here on
-    # (run_dir, data_root), writing under out / "eval" / experiment, and return its report path; the CLI
-    # summary prints it. Until then there is nothing to run.
-    evaluation = None
+    from triton_s2r.evaluate import evaluate, write_metrics
+
+    print(f"[demo] evaluating {run_dir.name} on {data_root}", flush=True)
+    metrics = evaluate(run_dir, data_root, checkpoint=str(checkpoint), device=device, batch_size=batch_size)
+    evaluation = write_metrics(metrics, out / "eval" / f"{experiment}.json")
     return DemoResult(data_root, run_dir, checkpoint, trained, video, evaluation, time.perf_counter() - start)
