@@ -120,23 +120,27 @@ def main() -> None:
     if "cuda" in args.devices and not nvdiffrast_available():
         parser.error("--devices cuda needs CUDA and nvdiffrast (pip install 'triton_s2r[gpu]')")
 
-    rows = ["| device | precision | resolution | batch | translate frames/s | render + translate frames/s |",
-            "|---|---|---|---:|---:|---:|"]
+    rows = ["| device | precision | memory format | resolution | batch | translate frames/s | "
+            "render + translate frames/s |", "|---|---|---|---|---:|---:|---:|"]
+    torch.backends.cudnn.benchmark = True  # fixed batch shapes: let cuDNN pick its fastest kernels
     for device in args.devices:
         batch = args.batch_cuda if device == "cuda" else args.batch_cpu
         for size in args.sizes:
             scene, state = scene_and_states(args.data, batch, size)
             translator = build_translator(args.run_dir, args.experiment, scene.labels.num_labels, device)
-            translate_fps, end_to_end_fps = measure(translator, scene, state, args.seconds)
-            precision = "bf16 autocast" if device == "cuda" else "fp32"
-            rows.append(f"| {device} | {precision} | {size}x{size} | {batch} | {rate(translate_fps)} | "
-                        f"{rate(end_to_end_fps)} |")
-            print(rows[-1], flush=True)
+            for memory_format in (["contiguous", "channels_last"] if device == "cuda" else ["contiguous"]):
+                translator.model.to(memory_format=getattr(torch, f"{memory_format}_format"))
+                translate_fps, end_to_end_fps = measure(translator, scene, state, args.seconds)
+                precision = "bf16 autocast" if device == "cuda" else "fp32"
+                rows.append(f"| {device} | {precision} | {memory_format} | {size}x{size} | {batch} | "
+                            f"{rate(translate_fps)} | {rate(end_to_end_fps)} |")
+                print(rows[-1], flush=True)
     model = f"run {args.run_dir}" if args.run_dir else f"experiment={args.experiment or '(reference widths)'}"
     where = f"dataset {args.data} (test states)" if args.data else "render benchmark scene, orbiting cameras"
     threads = f"CPU: {torch.get_num_threads()} threads. " if "cpu" in args.devices else ""
-    texture = translator.model.texture
-    texture = f"{type(texture).__name__} ({getattr(texture, 'sampling', 'raster')} sampling)"
+    texture = type(translator.model.texture).__name__
+    texture += (f", rasterised once at {translator.texture_resolution}x{translator.texture_resolution} per label "
+                "and sampled bilinearly" if translator.texture_resolution else ", evaluated at every pixel")
     table = (f"Translator {model}, {texture}; scene: {where}, "
              f"{scene.num_triangles:,} triangles. {threads}Median over calls after two warm-up calls; render + "
              f"translate includes rasterizing and copying uint8 frames to the host.\n\n" + "\n".join(rows))
