@@ -128,8 +128,9 @@ def main() -> None:
         for size in args.sizes:
             scene, state = scene_and_states(args.data, batch, size)
             translator = build_translator(args.run_dir, args.experiment, scene.labels.num_labels, device)
-            for memory_format in (["contiguous", "channels_last"] if device == "cuda" else ["contiguous"]):
-                translator.model.to(memory_format=getattr(torch, f"{memory_format}_format"))
+            formats = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
+            for memory_format in (list(formats) if device == "cuda" else ["contiguous"]):
+                translator.model.to(memory_format=formats[memory_format])
                 translate_fps, end_to_end_fps = measure(translator, scene, state, args.seconds)
                 precision = "bf16 autocast" if device == "cuda" else "fp32"
                 rows.append(f"| {device} | {precision} | {memory_format} | {size}x{size} | {batch} | "
