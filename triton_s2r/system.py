@@ -155,8 +155,10 @@ class TritonSystem(pl.LightningModule):
             from triton_s2r.render.rasterizer import make_rasterizer
 
             scene, states = datamodule.scene_and_states()
-            device = self.device if self.device.type == "cuda" else None
-            self._render = (scene, states, make_rasterizer(self.hparams.render_backend, device))
+            # The module is not on its device yet during setup; the strategy knows this rank's GPU.
+            device = self.trainer.strategy.root_device
+            self._render = (scene, states, make_rasterizer(self.hparams.render_backend,
+                                                           device if device.type == "cuda" else None))
 
     # ------------------------------------------------------------------------------------ data
 
