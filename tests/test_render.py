@@ -169,3 +169,13 @@ def test_backend_selection() -> None:
         with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
             make_rasterizer("nvdiffrast")
         assert make_rasterizer("auto").name == "embree"
+
+
+def test_primitive_meshes_face_outwards() -> None:
+    """Every triangle of the UV box is wound counter-clockwise seen from outside (normal away from the centre)."""
+    from triton_s2r.render.primitives import box
+
+    mesh = box((0.2, 0.3, 0.4))
+    corners = mesh.v_pos[mesh.t_pos_idx]  # (F, 3, 3)
+    normals = torch.linalg.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0], dim=-1)
+    assert ((normals * corners.mean(1)).sum(-1) > 0).all()

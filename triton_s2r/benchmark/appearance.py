@@ -269,8 +269,8 @@ def wood_material(rng: np.random.Generator, size: int) -> Material:
 def box_atlas_orientations(mesh: Mesh) -> list[tuple[int, bool]]:
     """How to draw an upright, unmirrored letter in each cell of a 3 x 2 box atlas, seen from outside.
 
-    The surface frame (+u, +v) of a cell may be mirrored as seen from outside (``box`` winds its +-y faces
-    so) and may have the object's +z along any in-plane direction, so both are measured on the mesh.
+    The surface frame (+u, +v) of a cell may be mirrored as seen from outside (a box from another tool may
+    be built so) and may have the object's +z along any in-plane direction, so both are measured on the mesh.
 
     Args:
         mesh: a box-like mesh whose faces each own one cell of the 3 columns x 2 rows UV atlas

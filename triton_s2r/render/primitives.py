@@ -30,8 +30,8 @@ def box(extents: tuple[float, float, float] = (1.0, 1.0, 1.0), padding: float = 
     # (normal axis, sign): each face is a quad spanned by the two other axes.
     for cell, (axis, sign) in enumerate([(a, s) for a in range(3) for s in (1, -1)]):
         a1, a2 = [k for k in range(3) if k != axis]
-        if sign < 0:
-            a1, a2 = a2, a1  # keep counter-clockwise winding seen from outside
+        if np.cross(np.eye(3)[a1], np.eye(3)[a2])[axis] * sign < 0:
+            a1, a2 = a2, a1  # counter-clockwise seen from outside: (a1 x a2) points along the outward normal
         base = len(positions)
         for s1, s2 in [(-1, -1), (1, -1), (1, 1), (-1, 1)]:
             p = np.zeros(3)
