@@ -10,7 +10,6 @@ boundary sees exactly the batches an uninterrupted run sees.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytorch_lightning as pl
@@ -145,8 +144,3 @@ class TritonDataModule(pl.LightningDataModule):
         sampler = EpochSampler(len(dataset), self.steps_per_epoch * self.batch_size, self.seed)
         return DataLoader(dataset, batch_size=self.batch_size, sampler=sampler, num_workers=self.num_workers,
                           drop_last=True, persistent_workers=self.num_workers > 0)
-
-
-def default_root(preset: str) -> str:
-    """Where a preset is built when no ``data.root`` is given: ``$TRITON_S2R_DATA`` or ``outputs/data``."""
-    return str(Path(os.environ.get("TRITON_S2R_DATA", "outputs/data")) / preset)

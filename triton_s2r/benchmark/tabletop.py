@@ -15,7 +15,6 @@ import torch
 
 from triton_s2r.benchmark.robot import HOME, LINK_GROUPS, SPREAD, Panda
 from triton_s2r.render.camera import Camera
-from triton_s2r.render.mesh import Mesh
 from triton_s2r.render.primitives import box, cylinder, uv_sphere
 from triton_s2r.render.scene import FrameState, LabelTable, Scene, SceneObject
 
@@ -142,8 +141,3 @@ def frame_state(scene: Scene, panda: Panda, sample: StateSample, *, width: int, 
     camera = Camera(torch.cat([c.world_from_camera for c in cameras]), torch.cat([c.intrinsics for c in cameras]),
                     width, height)
     return FrameState(torch.as_tensor(poses, dtype=torch.float32), camera)
-
-
-def mesh_of(scene: Scene, name: str) -> Mesh:
-    """The mesh of the object called ``name``."""
-    return next(o.mesh for o in scene.objects if o.name == name)

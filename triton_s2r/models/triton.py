@@ -97,10 +97,6 @@ class TritonModel(nn.Module):
         return self.translate(x_a)
 
 
-def count_parameters(module: nn.Module) -> int:
-    return sum(p.numel() for p in module.parameters() if p.requires_grad)
-
-
 @torch.no_grad()
 def to_unit(image: Tensor) -> Tensor:
     """[-1, 1] -> [0, 1], clamped (for previews and metrics)."""
