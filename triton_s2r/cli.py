@@ -109,11 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser(
         "demo",
-        help="the main job: build the benchmark, train, translate a test sequence to a side-by-side mp4",
+        help="the main job: build the benchmark, train, translate a test sequence to a side-by-side mp4, evaluate",
         description="Build the benchmark preset at OUT/data/PRESET if missing, train EXPERIMENT into "
         "OUT/runs/EXPERIMENT (a finished run is reused, an interrupted one resumed), translate the first test "
-        "sequence to OUT/videos/EXPERIMENT_SEQUENCE.mp4 with the panel UVL | texture | translation | real, and "
-        "print where everything is. Rerun the same command to finish an interrupted demo.",
+        "sequence to OUT/videos/EXPERIMENT_SEQUENCE.mp4 with the panel UVL | texture | translation | real, "
+        "evaluate the run into OUT/eval/EXPERIMENT.json, and print where everything is. Rerun the same command "
+        "to finish an interrupted demo.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     demo.add_argument("--out", type=Path, default=Path("outputs"), help="output root (data/, runs/, videos/)")
