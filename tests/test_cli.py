@@ -47,3 +47,10 @@ def test_bad_backend_is_a_clear_error(capsys) -> None:
     with pytest.raises(SystemExit):
         main(["demo", "--backend", "opengl"])
     assert "invalid choice: 'opengl'" in capsys.readouterr().err
+
+
+def test_cli_backend_choices_match_the_render_backends() -> None:
+    from triton_s2r.cli import BACKEND_CHOICES
+    from triton_s2r.render import BACKENDS
+
+    assert tuple(BACKEND_CHOICES) == BACKENDS

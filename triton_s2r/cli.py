@@ -99,6 +99,17 @@ def _make_dataset(args: argparse.Namespace) -> int:
     return 0
 
 
+BACKEND_CHOICES = ["auto", "embree", "nvdiffrast"]  # triton_s2r.render.BACKENDS, without importing torch for --help
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """RUN_DIR, --checkpoint and --device: how translate, export-textures and eval pick a trained model."""
+    parser.add_argument("run_dir", type=Path, help="run directory written by `triton-s2r train`")
+    parser.add_argument("--checkpoint", default=None,
+                        help="checkpoint file or name in RUN_DIR/checkpoints (default: last.ckpt)")
+    parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:N")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="triton-s2r",
@@ -120,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", type=Path, default=Path("outputs"), help="output root (data/, runs/, videos/)")
     demo.add_argument("--preset", choices=["tiny", "small", "full"], default="small", help="benchmark size")
     demo.add_argument("--experiment", default="demo", help="training recipe (conf/experiment/NAME.yaml)")
-    demo.add_argument("--backend", choices=["auto", "embree", "nvdiffrast"], default="auto",
+    demo.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
                       help="render backend for building the dataset")
     demo.add_argument("--device", default="auto", help="device for translation: auto, cpu, cuda, cuda:N")
     demo.add_argument("--batch-size", type=int, default=16, help="frames per translation batch")
@@ -141,15 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--side-by-side",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    trans.add_argument("run_dir", type=Path, help="run directory written by `triton-s2r train`")
+    _add_run_arguments(trans)
     trans.add_argument("input", type=Path, help="dataset root, sequence folder, UVL folder or states.npz")
     trans.add_argument("--out", type=Path, required=True, help="output .mp4 file or PNG folder")
     trans.add_argument("--side-by-side", action="store_true",
                        help="write panels: UVL | texture projection | translation | real (when the input has it)")
     trans.add_argument("--batch-size", type=int, default=16, help="frames per model call")
-    trans.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:N")
-    trans.add_argument("--checkpoint", default=None, help="checkpoint file or name in RUN_DIR/checkpoints "
-                       "(default: last.ckpt)")
     trans.add_argument("--sequence", default=None, help="split of a dataset root: seq_001, sequences/seq_001, test")
     trans.add_argument("--scene", type=Path, default=None, help="scene file for rendering a states input "
                        "(default: the enclosing dataset's assets/scene.yaml, else the run's training dataset)")
@@ -159,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     trans.add_argument("--texture-resolution", type=int, default=1024,
                        help="rasterise the learned texture once at this size per label and sample it bilinearly; "
                             "0 evaluates the texture network at every pixel (exact, slower)")
-    trans.add_argument("--backend", choices=["auto", "embree", "nvdiffrast"], default="auto",
+    trans.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
                        help="render backend for states (auto: nvdiffrast when translating on CUDA)")
     trans.add_argument("--fps", type=float, default=10.0, help="video frame rate")
     trans.set_defaults(func=_translate)
@@ -172,11 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
         "OUT/glb/*.glb, and OUT/scene.glb with all objects posed as in the first test frame.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    export.add_argument("run_dir", type=Path, help="run directory written by `triton-s2r train`")
+    _add_run_arguments(export)
     export.add_argument("--out", type=Path, required=True, help="output folder")
     export.add_argument("--resolution", type=int, default=1024, help="texture size in pixels")
-    export.add_argument("--checkpoint", default=None, help="checkpoint file or name (default: last.ckpt)")
-    export.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N")
     export.set_defaults(func=_export_textures)
 
     sub.add_parser(
@@ -196,12 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--out outputs/metrics.json",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    ev.add_argument("run_dir", type=Path, help="run directory written by `triton-s2r train`")
+    _add_run_arguments(ev)
     ev.add_argument("dataset_dir", type=Path, help="benchmark dataset folder (dataset.yaml)")
     ev.add_argument("--out", type=Path, required=True, help="metrics JSON file")
     ev.add_argument("--split", default="test", help="paired split for PSNR and SSIM")
-    ev.add_argument("--checkpoint", default=None, help="checkpoint name or file (default: the last)")
-    ev.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N")
     ev.add_argument("--batch-size", type=int, default=16, help="frames per model call")
     ev.add_argument("--grid-size", type=int, default=128, help="UV grid texels per side for the consistency metrics")
     ev.set_defaults(func=_eval)
@@ -221,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     make.add_argument("--frames", type=int, default=None, help="frames per training split (overrides the preset)")
     make.add_argument("--resolution", type=int, default=None, help="image size in pixels (overrides the preset)")
     make.add_argument("--shard", type=_shard, default=(0, 1), help="render only shard I of N (I/N)")
-    make.add_argument("--backend", choices=["auto", "embree", "nvdiffrast"], default="auto",
+    make.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
                       help="render backend for the sim frames")
     make.add_argument("--uvl-format", choices=["png", "exr"], default="png", help="UVL file format")
     make.add_argument("--no-real", action="store_true", help="skip the path-traced real frames (sim only)")

@@ -122,8 +122,7 @@ class TritonDataModule(pl.LightningDataModule):
     def labels(self) -> LabelTable:
         if self.dataset is not None:
             return self.dataset.labels
-        spec = self.label_spec or {}
-        return LabelTable(tuple(spec["names"]), tuple(spec["values"]), spec.get("void_value", 0))
+        return LabelTable.from_dict(self.label_spec or {})
 
     def scene_and_states(self, split: str = "train_sim") -> tuple[Scene, FrameState]:
         """Baked scene and the split's states, for rendering in the loop."""

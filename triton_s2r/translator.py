@@ -136,8 +136,7 @@ def _training_labels(cfg: DictConfig, run_dir: Path) -> tuple[LabelTable | None,
         return None, None
     spec = data.get("labels")
     if spec and spec.get("names") is not None:
-        names, values = tuple(spec.names), tuple(spec["values"])
-        return LabelTable(names, values, spec.get("void_value", 0)), None
+        return LabelTable.from_dict(spec), None
     return None, None
 
 

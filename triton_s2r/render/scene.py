@@ -72,6 +72,11 @@ class LabelTable:
         except ValueError:
             raise KeyError(f"label {name!r} is not in the label table {list(self.names)}") from None
 
+    @classmethod
+    def from_dict(cls, spec) -> LabelTable:
+        """The inverse of ``to_dict`` (any mapping with ``names``, ``values`` and optionally ``void_value``)."""
+        return cls(tuple(spec["names"]), tuple(spec["values"]), spec.get("void_value", 0))
+
     def to_dict(self) -> dict:
         return {"names": list(self.names), "values": list(self.values), "void_value": self.void_value}
 
