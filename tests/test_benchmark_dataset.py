@@ -31,13 +31,14 @@ def test_manifest_and_layout(dataset_dir) -> None:
     assert manifest["format_version"] == 1 and manifest["resolution"] == [48, 48] and manifest["seed"] == 3
     assert manifest["labels"]["names"][:4] == ["table", "robot_base", "robot_arm", "robot_hand"]
     assert manifest["splits"]["train_sim"] == {"frames": 4, "sim": True, "real": False}
-    assert manifest["splits"]["train_real"] == {"frames": 4, "sim": False, "real": True}
+    assert manifest["splits"]["train_real"] == {"frames": 4, "sim": True, "real": True}
     assert manifest["splits"]["test"]["sim"] and manifest["splits"]["test"]["real"]
     assert manifest["splits"]["sequences/seq_000"]["frames"] == 8
     assert "pybullet_data" in manifest["provenance"]["robot"]
     ds = BenchmarkDataset.open(dataset_dir)  # every listed file is there
     assert len(ds.uvl_frames("train_sim")) == 4 and len(ds.photos("train_real")) == 4
-    assert not (dataset_dir / "train_sim" / "real").exists() and not (dataset_dir / "train_real" / "uvl").exists()
+    assert not (dataset_dir / "train_sim" / "real").exists()
+    assert len(ds.uvl_frames("train_real")) == 4  # paired with its photos, for the oracle baseline only
     assert not list(dataset_dir.rglob(".*"))  # no temporary files
 
 

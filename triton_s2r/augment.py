@@ -26,6 +26,25 @@ def random_crop_offsets(height: int, width: int, crop: int, generator: torch.Gen
     return top, left
 
 
+def _resize_sim(uv: Tensor, label: Tensor, size: tuple[int, int]) -> tuple[Tensor, Tensor]:
+    uv = F.interpolate(uv, size=size, mode="nearest")
+    return uv, F.interpolate(label[:, None].float(), size=size, mode="nearest")[:, 0].long()
+
+
+def _resize_real(images: Tensor, size: tuple[int, int]) -> Tensor:
+    return F.interpolate(images, size=size, mode="bilinear", align_corners=False, antialias=True)
+
+
+def _crops(images: list[Tensor], size: tuple[int, int], crop: int, generator: torch.Generator | None) -> list[Tensor]:
+    """One random crop per batch item, the same for every tensor of ``images`` (each (B, ..., H, W))."""
+    out = [[] for _ in images]
+    for b in range(images[0].shape[0]):
+        top, left = random_crop_offsets(*size, crop, generator)
+        for tensor, crops in zip(images, out, strict=True):
+            crops.append(tensor[b, ..., top:top + crop, left:left + crop])
+    return [torch.stack(crops) for crops in out]
+
+
 def augment_sim(uv: Tensor, label: Tensor, short_side: int, crop: int,
                 generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
     """Resize (nearest) and crop a G-buffer batch, one random crop per image.
@@ -39,22 +58,28 @@ def augment_sim(uv: Tensor, label: Tensor, short_side: int, crop: int,
         (B, 2, crop, crop) UVs and (B, crop, crop) labels.
     """
     size = resize_shorter_side(uv.shape[-2], uv.shape[-1], short_side)
-    uv = F.interpolate(uv, size=size, mode="nearest")
-    label = F.interpolate(label[:, None].float(), size=size, mode="nearest")[:, 0].long()
-    uvs, labels = [], []
-    for b in range(uv.shape[0]):
-        top, left = random_crop_offsets(*size, crop, generator)
-        uvs.append(uv[b, :, top:top + crop, left:left + crop])
-        labels.append(label[b, top:top + crop, left:left + crop])
-    return torch.stack(uvs), torch.stack(labels)
+    uv, label = _crops(list(_resize_sim(uv, label, size)), size, crop, generator)
+    return uv, label
 
 
 def augment_real(images: Tensor, short_side: int, crop: int, generator: torch.Generator | None = None) -> Tensor:
     """Resize (bilinear, antialiased) and crop photos: (B, 3, H, W) -> (B, 3, crop, crop)."""
     size = resize_shorter_side(images.shape[-2], images.shape[-1], short_side)
-    images = F.interpolate(images, size=size, mode="bilinear", align_corners=False, antialias=True)
-    out = []
-    for b in range(images.shape[0]):
-        top, left = random_crop_offsets(*size, crop, generator)
-        out.append(images[b, :, top:top + crop, left:left + crop])
-    return torch.stack(out)
+    return _crops([_resize_real(images, size)], size, crop, generator)[0]
+
+
+def augment_paired(uv: Tensor, label: Tensor, images: Tensor, short_side: int, crop: int,
+                   generator: torch.Generator | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    """``augment_sim`` and ``augment_real`` with one resize and one crop per pair, so the pairs stay aligned.
+
+    Args:
+        uv: (B, 2, H, W); label: (B, H, W); images: (B, 3, H, W), the photos of the same frames.
+
+    Returns:
+        (B, 2, crop, crop) UVs, (B, crop, crop) labels and (B, 3, crop, crop) photos.
+    """
+    if images.shape[-2:] != uv.shape[-2:]:
+        raise ValueError(f"paired frames differ in size: UVL {tuple(uv.shape[-2:])}, photo {tuple(images.shape[-2:])}")
+    size = resize_shorter_side(uv.shape[-2], uv.shape[-1], short_side)
+    uv, label, images = _crops([*_resize_sim(uv, label, size), _resize_real(images, size)], size, crop, generator)
+    return uv, label, images

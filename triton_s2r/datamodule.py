@@ -1,5 +1,9 @@
 """Training data: unpaired sim and real batches, from a benchmark folder or plain user folders.
 
+With ``paired=True`` (the supervised ``oracle`` baseline only) batches instead hold the UVL frame and the
+real photo of the *same* state, from the benchmark's ``train_real`` split. Validation batches are paired
+frames of the ``test`` split, when the dataset has one.
+
 The sim domain comes either from pre-rendered UVL frames (``sim_source="frames"``) or from scene states
 rendered in the loop (``sim_source="render"``): then a batch carries state indices and the system renders
 them on its own device at the current resolution stage (nvdiffrast on a GPU, embree on a CPU).
@@ -63,6 +67,23 @@ class UnpairedDataset(Dataset):
         return item
 
 
+class PairedDataset(Dataset):
+    """Item k: UVL frame k and photo k of one paired split, ``uv`` (2, H, W), ``label`` (H, W), ``real`` in [-1, 1]."""
+
+    def __init__(self, sim: UVLFrames, real: Photos, limit: int | None = None) -> None:
+        if len(sim) != len(real):
+            raise ValueError(f"paired split needs as many UVL frames ({len(sim)}) as photos ({len(real)})")
+        self.sim, self.real = sim, real
+        self.size = len(sim) if limit is None else min(limit, len(sim))
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, k: int) -> dict[str, Tensor]:
+        g = self.sim[k]
+        return {"uv": g.uv[0], "label": g.label[0], "real": self.real[k] * 2 - 1}
+
+
 class TritonDataModule(pl.LightningDataModule):
     """Unpaired training batches.
 
@@ -73,10 +94,13 @@ class TritonDataModule(pl.LightningDataModule):
         sim_source: ``"frames"`` (pre-rendered UVL files) or ``"render"`` (states rendered in the loop).
         sim_dir, real_dir, labels: a plain user dataset instead of ``root``: UVL frames, photos, and the
             label table as a dict (``names``, ``values``, ``void_value``).
+        paired: train on UVL frames and photos of the same states (the benchmark's ``train_real`` split): the
+            supervised ``oracle`` baseline. Unpaired methods leave it False.
         batch_size: images per domain per step. Reference: 5.
         steps_per_epoch: batches per epoch (checkpoints are written at epoch ends).
         num_workers: data loader processes.
         seed: seeds the sampling order.
+        val_frames: paired ``test`` frames translated and scored (``val/psnr``, ...) after each epoch; 0 = none.
     """
 
     def __init__(
@@ -87,10 +111,12 @@ class TritonDataModule(pl.LightningDataModule):
         sim_dir: str | None = None,
         real_dir: str | None = None,
         labels: dict | None = None,
+        paired: bool = False,
         batch_size: int = 5,
         steps_per_epoch: int = 100,
         num_workers: int = 0,
         seed: int = 0,
+        val_frames: int = 16,
     ) -> None:
         super().__init__()
         if sim_source not in ("frames", "render"):
@@ -101,10 +127,12 @@ class TritonDataModule(pl.LightningDataModule):
             )
         if sim_source == "render" and root is None:
             raise ValueError("sim_source='render' needs a benchmark dataset (data.root) with baked assets and states")
-        self.root, self.build_preset, self.sim_source = root, build_preset, sim_source
+        if paired and (sim_source != "frames" or root is None):
+            raise ValueError("paired=True needs a benchmark dataset (data.root) and sim_source='frames'")
+        self.root, self.build_preset, self.sim_source, self.paired = root, build_preset, sim_source, paired
         self.sim_dir, self.real_dir, self.label_spec = sim_dir, real_dir, labels
         self.batch_size, self.steps_per_epoch = batch_size, steps_per_epoch
-        self.num_workers, self.seed = num_workers, seed
+        self.num_workers, self.seed, self.val_frames = num_workers, seed, val_frames
         self.dataset: BenchmarkDataset | None = None
 
     def prepare_data(self) -> None:
@@ -130,16 +158,46 @@ class TritonDataModule(pl.LightningDataModule):
             raise RuntimeError("scene_and_states() needs a benchmark dataset (data.root)")
         return load_scene(self.dataset.root / self.dataset.manifest["scene"]), self.dataset.states(split)
 
-    def train_dataset(self) -> UnpairedDataset:
+    def train_dataset(self) -> UnpairedDataset | PairedDataset:
         if self.dataset is not None:
+            if self.paired:
+                return self._paired("train_real")
             real = self.dataset.photos("train_real")
             if self.sim_source == "render":
                 return UnpairedDataset(self.dataset.splits["train_sim"]["frames"], real)
             return UnpairedDataset(self.dataset.uvl_frames("train_sim"), real)
         return UnpairedDataset(UVLFrames(self.sim_dir, self.labels), Photos(self.real_dir))
 
+    def _paired(self, split: str, limit: int | None = None) -> PairedDataset:
+        info = self.dataset.splits.get(split, {})
+        if not (info.get("sim") and info.get("real")):
+            raise ValueError(
+                f"{self.dataset.root}: split {split!r} has no paired UVL and real frames; datasets built before "
+                f"train_real had UVL frames gain them when the same `triton-s2r make-dataset` command is rerun"
+            )
+        return PairedDataset(self.dataset.uvl_frames(split), self.dataset.photos(split), limit)
+
+    def transfer_batch_to_device(self, batch: dict[str, Tensor], device, dataloader_idx: int) -> dict[str, Tensor]:
+        """Everything to the device except the state indices, which select states on the host for rendering."""
+        state = batch.pop("state", None)
+        batch = super().transfer_batch_to_device(batch, device, dataloader_idx)
+        if state is not None:
+            batch["state"] = state
+        return batch
+
     def train_dataloader(self) -> DataLoader:
         dataset = self.train_dataset()
         sampler = EpochSampler(len(dataset), self.steps_per_epoch * self.batch_size, self.seed)
         return DataLoader(dataset, batch_size=self.batch_size, sampler=sampler, num_workers=self.num_workers,
                           drop_last=True, persistent_workers=self.num_workers > 0)
+
+    def has_validation(self) -> bool:
+        """Whether there are paired test frames to score after each epoch."""
+        info = self.dataset.splits.get("test", {}) if self.dataset is not None else {}
+        return self.val_frames > 0 and bool(info.get("sim") and info.get("real"))
+
+    def val_dataloader(self) -> DataLoader | list:
+        if not self.has_validation():
+            return []
+        return DataLoader(self._paired("test", self.val_frames), batch_size=self.batch_size,
+                          num_workers=self.num_workers)

@@ -9,6 +9,11 @@ Lightning pitfalls avoided on purpose:
 * ``Trainer(gradient_clip_val=...)`` is refused in manual mode; clipping uses ``self.clip_gradients``.
 * Mixed precision is bf16 autocast (no grad scaler, so nothing to unscale before clipping); every loss
   and the texture splatting run in fp32.
+
+The step never waits for the GPU: a non-finite loss makes the fused Adam step a no-op on the device (its
+``found_inf`` input, the mechanism of PyTorch's GradScaler) instead of a host-side ``if``; the count of
+skipped steps is read back every ``NONFINITE_CHECK_EVERY`` batches and at epoch ends; the batch counter
+that drives the schedules is kept on the host.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import pytorch_lightning as pl
 import torch
 from torch import Tensor
 
+from triton_s2r import metrics
 from triton_s2r.augment import augment_real, augment_sim, random_crop_offsets, resize_shorter_side
 from triton_s2r.losses import (
     discriminator_adversarial_loss,
@@ -32,9 +38,12 @@ from triton_s2r.losses import (
 )
 from triton_s2r.models.discriminator import MultiScaleDiscriminator
 from triton_s2r.models.triton import TritonModel, to_unit
+from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import FrameState
 
 LOSS_TERMS = ("adversarial", "reconstruction", "content", "cycle", "surface_consistency", "texture_reality")
+#: Batches between reads of the non-finite step counters (each read waits for the GPU).
+NONFINITE_CHECK_EVERY = 10
 
 
 class NonFiniteLossError(RuntimeError):
@@ -70,11 +79,15 @@ class TritonSystem(pl.LightningModule):
         supersample: sim G-buffers rendered in the loop at this factor for antialiased textures.
         render_backend: backend for rendering in the loop (``auto``, ``embree``, ``nvdiffrast``).
         gradient_clip_val: clip the gradient norm of each step (None = off).
-        max_nonfinite_steps: consecutive skipped (non-finite) steps before training stops with an error.
+        max_nonfinite_steps: consecutive skipped (non-finite) steps before training stops with an error
+            (checked every ``NONFINITE_CHECK_EVERY`` batches, so the stop can come up to that many batches later).
         channels_last: use channels-last memory format for the networks (faster convolutions on GPUs).
-        compile: ``torch.compile`` the generators and discriminators.
+        compile: ``torch.compile`` the step's three parts (forward, discriminator loss, generator terms:
+            networks, texture and losses, fused into few kernels).
         preview_every_n_batches: write an image grid (and log it to W&B if used) every this many batches.
     """
+
+    loss_terms: tuple[str, ...] = LOSS_TERMS
 
     def __init__(
         self,
@@ -106,30 +119,31 @@ class TritonSystem(pl.LightningModule):
         preview_every_n_batches: int = 250,
     ) -> None:
         super().__init__()
-        unknown = set(loss_weights) - set(LOSS_TERMS)
+        unknown = {name for name, weight in loss_weights.items() if weight and name not in self.loss_terms}
         if unknown:
-            raise ValueError(f"unknown loss terms {sorted(unknown)}; the terms are {LOSS_TERMS}")
+            raise ValueError(f"unknown loss terms {sorted(unknown)} for {type(self).__name__}; "
+                             f"its terms are {self.loss_terms}")
         self.save_hyperparameters(ignore=["model", "discriminator_sim", "discriminator_real"])
         self.automatic_optimization = False
         self.model = model
         self.discriminator_sim = discriminator_sim
         self.discriminator_real = discriminator_real
-        self.loss_weights = {k: float(loss_weights.get(k, 0.0)) for k in LOSS_TERMS}
+        self.loss_weights = {k: float(loss_weights.get(k, 0.0)) for k in self.loss_terms}
         self.schedule = sorted((int(b), int(s)) for b, s in (resolution_schedule or [[0, crop_size]]))
         if any(s < crop_size for _, s in self.schedule):
             raise ValueError(f"every resolution stage must be >= crop_size {crop_size}: {self.schedule}")
         self.register_buffer("batches_done", torch.zeros((), dtype=torch.long))
-        self.nonfinite_steps = 0
-        self._consecutive_nonfinite = 0
+        self._batches = 0  # host copy of batches_done (reading the buffer would wait for the GPU)
+        self._nonfinite = torch.zeros(2, dtype=torch.long)  # (all, consecutive) skipped steps, on the device
+        self._last_terms: dict[str, Tensor] = {}
         self._render = None  # (scene, states, rasterizer) when the sim domain is rendered in the loop
         if channels_last:
             for net in (model.generator_sim, model.generator_real, discriminator_sim, discriminator_real):
                 net.to(memory_format=torch.channels_last)
         if compile:
-            for name in ("generator_sim", "generator_real"):
-                setattr(self.model, name, torch.compile(getattr(self.model, name)))
-            self.discriminator_sim = torch.compile(self.discriminator_sim)
-            self.discriminator_real = torch.compile(self.discriminator_real)
+            self._forward = torch.compile(self._forward)
+            self._discriminator_loss = torch.compile(self._discriminator_loss)
+            self._generator_terms = torch.compile(self._generator_terms)
 
     # ------------------------------------------------------------------------------------ setup
 
@@ -140,10 +154,11 @@ class TritonSystem(pl.LightningModule):
         groups = [{"name": "generator", "params": generators, "lr": h.lr}]
         if texture:
             groups.append({"name": "texture", "params": texture, "lr": h.lr * h.texture_lr_factor})
-        opt_g = torch.optim.Adam(groups, betas=tuple(h.betas), weight_decay=h.weight_decay)
+        # fused: one kernel per step, and it honours found_inf (see _optimize)
+        opt_g = torch.optim.Adam(groups, betas=tuple(h.betas), weight_decay=h.weight_decay, fused=True)
         discriminators = [*self.discriminator_sim.parameters(), *self.discriminator_real.parameters()]
         opt_d = torch.optim.Adam([{"name": "discriminator", "params": discriminators}], lr=h.lr,
-                                 betas=tuple(h.betas), weight_decay=h.weight_decay)
+                                 betas=tuple(h.betas), weight_decay=h.weight_decay, fused=True)
         if h.lr_step_size is None:
             return [opt_g, opt_d]
         steps = [torch.optim.lr_scheduler.StepLR(o, h.lr_step_size, h.lr_gamma) for o in (opt_g, opt_d)]
@@ -164,11 +179,15 @@ class TritonSystem(pl.LightningModule):
 
     def short_side(self) -> int:
         """Shorter image side of the current resolution stage (before jitter)."""
-        done = int(self.batches_done)
-        return [s for b, s in self.schedule if b <= done][-1]
+        return [s for b, s in self.schedule if b <= self._batches][-1]
 
     def _jittered_short_side(self) -> int:
         return self.short_side() + int(torch.randint(0, int(self.short_side() * self.hparams.resize_jitter) + 1, ()))
+
+    def _inputs(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, int, Tensor]:
+        """(uv, label, supersample, real) of the batch at the current stage: sim and real cropped independently."""
+        uv, label, k = self._sim_batch(batch)
+        return uv, label, k, augment_real(batch["real"], self._jittered_short_side(), self.hparams.crop_size)
 
     def _sim_batch(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, int]:
         """(uv, label, supersample) of the batch at the current stage: crops of frames, or rendered crops."""
@@ -177,7 +196,7 @@ class TritonSystem(pl.LightningModule):
             uv, label = augment_sim(batch["uv"], batch["label"], self._jittered_short_side(), crop)
             return uv, label, 1
         scene, states, rasterizer = self._render
-        state = states.select(batch["state"].cpu())
+        state = states.select(batch["state"])
         cam = state.camera
         size = resize_shorter_side(cam.height, cam.width, self._jittered_short_side())
         offsets = torch.tensor([random_crop_offsets(*size, crop, None) for _ in range(state.batch_size)])
@@ -190,29 +209,49 @@ class TritonSystem(pl.LightningModule):
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
         opt_g, opt_d = self.optimizers()
-        uv, label, k = self._sim_batch(batch)
-        real = augment_real(batch["real"], self._jittered_short_side(), self.hparams.crop_size)
-        out = self._forward(uv, label, k, real)
-        loss_d = self._discriminator_step(opt_d, out)
+        out = self._forward(*self._inputs(batch))
+        loss_d = self._discriminator_loss(out)
+        skipped_d = self._optimize(opt_d, loss_d)
+        discriminators = (self.discriminator_sim, self.discriminator_real)
+        for d in discriminators:
+            d.requires_grad_(False)  # the G step must not accumulate D gradients
         terms = self._generator_terms(out)
+        for d in discriminators:
+            d.requires_grad_(True)
         loss_g = sum(self.loss_weights[name] * value for name, value in terms.items())
-        if not (torch.isfinite(loss_g) and torch.isfinite(loss_d)):
-            self._skip_nonfinite(terms, loss_d)
-            return
-        self._consecutive_nonfinite = 0
-        opt_g.zero_grad(set_to_none=True)
-        self.manual_backward(loss_g)
-        self._clip(opt_g)
-        opt_g.step()
+        skipped = self._optimize(opt_g, loss_g) | skipped_d
+        self._count_nonfinite(skipped, terms, loss_d)
+        self._batches += 1
         self.batches_done += 1
         for scheduler in self._schedulers():
             scheduler.step()
         self.log_dict({f"train/{name}": value.detach() for name, value in terms.items()}, prog_bar=False)
-        self.log_dict({"train/loss_g": loss_g.detach(), "train/loss_d": loss_d.detach(),
-                       "train/resolution": float(self.short_side()),
-                       "train/nonfinite_steps": float(self.nonfinite_steps)}, prog_bar=True)
-        if int(self.batches_done) % self.hparams.preview_every_n_batches == 0:
+        self.log_dict({"train/loss_g": loss_g.detach(), "train/loss_d": loss_d.detach()}, prog_bar=True)
+        self.log_dict({"train/resolution": float(self.short_side()),
+                       "train/nonfinite_steps": self._nonfinite[0].float()})
+        if self._batches % NONFINITE_CHECK_EVERY == 0:
+            self._check_nonfinite()
+        if self._batches % self.hparams.preview_every_n_batches == 0:
             self._preview(out)
+
+    def on_train_epoch_end(self) -> None:
+        self._check_nonfinite()
+
+    @torch.no_grad()
+    def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
+        """Score the translation of paired test frames: ``val/psnr``, ``val/ssim``, ``val/surface_consistency``.
+
+        The frames are full images (no crops), scored as ``triton-s2r eval`` scores them; surface consistency
+        is taken across the frames of the batch (different states of one scene) instead of a video.
+        """
+        gbuffer = GBuffer(uv=batch["uv"], label=batch["label"])
+        translation, real = to_unit(self.model(gbuffer.uv, gbuffer.label)), to_unit(batch["real"])
+        size = translation.shape[0]
+        self.log("val/psnr", metrics.psnr(translation, real), batch_size=size)
+        self.log("val/ssim", metrics.ssim(translation, real), batch_size=size)
+        if size > 1:
+            self.log("val/surface_consistency",
+                     metrics.surface_consistency(translation, gbuffer, self.model.num_labels), batch_size=size)
 
     def _forward(self, uv: Tensor, label: Tensor, supersample: int, real: Tensor) -> dict[str, Tensor]:
         """Texture once, then both translations and the codes every loss needs."""
@@ -224,22 +263,31 @@ class TritonSystem(pl.LightningModule):
         return {"uv": sample.uv, "label": sample.label, "x_a": x_a, "projection": projection, "real": real,
                 "c_a": c_a, "c_b": c_b, "x_ab": x_ab, "x_ba": x_ba}
 
-    def _discriminator_step(self, opt_d, out: dict[str, Tensor]) -> Tensor:
+    def _discriminator_loss(self, out: dict[str, Tensor]) -> Tensor:
         """LSGAN/hinge D loss on the detached translations of this batch's forward pass."""
         gan = self.hparams.gan_type
         # Discriminators run under autocast; their logits are cast to fp32 for the loss (_logits).
-        loss_d = self.loss_weights["adversarial"] * (
+        return self.loss_weights["adversarial"] * (
             discriminator_adversarial_loss(self._logits(self.discriminator_real, out["real"]),
                                            self._logits(self.discriminator_real, out["x_ab"].detach()), gan)
             + discriminator_adversarial_loss(self._logits(self.discriminator_sim, out["x_a"].detach()),
                                              self._logits(self.discriminator_sim, out["x_ba"].detach()), gan)
         )
-        if torch.isfinite(loss_d):
-            opt_d.zero_grad(set_to_none=True)
-            self.manual_backward(loss_d)
-            self._clip(opt_d)
-            opt_d.step()
-        return loss_d
+
+    def _optimize(self, optimizer, loss: Tensor) -> Tensor:
+        """Backward and optimizer step, skipped on the device when ``loss`` is not finite.
+
+        Returns:
+            0-dim bool tensor, True when the step was skipped. Nothing here waits for the GPU.
+        """
+        skipped = ~torch.isfinite(loss.detach())
+        optimizer.zero_grad(set_to_none=True)
+        self.manual_backward(loss)
+        self._clip(optimizer)
+        # Fused Adam leaves weights, moments and step count untouched where found_inf is 1 (GradScaler's path).
+        optimizer.optimizer.found_inf = skipped.float()
+        optimizer.step()
+        return skipped
 
     def _generator_terms(self, out: dict[str, Tensor]) -> dict[str, Tensor]:
         """Unweighted generator + texture terms under their paper names (terms with weight 0 skipped)."""
@@ -253,14 +301,10 @@ class TritonSystem(pl.LightningModule):
 
         terms: dict[str, Tensor] = {}
         if w["adversarial"]:
-            for d in (self.discriminator_sim, self.discriminator_real):
-                d.requires_grad_(False)  # the G step must not accumulate D gradients
             terms["adversarial"] = (
                 generator_adversarial_loss(self._logits(self.discriminator_real, x_ab), h.gan_type)
                 + generator_adversarial_loss(self._logits(self.discriminator_sim, x_ba), h.gan_type)
             )
-            for d in (self.discriminator_sim, self.discriminator_real):
-                d.requires_grad_(True)
         if w["reconstruction"]:
             terms["reconstruction"] = (omega(m.generator_sim.decode(out["c_a"]), x_a, sim_range)
                                        + omega(m.generator_real.decode(out["c_b"]), real, 2.0))
@@ -296,18 +340,21 @@ class TritonSystem(pl.LightningModule):
         schedulers = self.lr_schedulers()
         return [] if schedulers is None else list(schedulers) if isinstance(schedulers, list) else [schedulers]
 
-    def _skip_nonfinite(self, terms: dict[str, Tensor], loss_d: Tensor) -> None:
-        """Skip the step, count it, and stop once it keeps happening."""
-        self.nonfinite_steps += 1
-        self._consecutive_nonfinite += 1
-        bad = [name for name, value in terms.items() if not torch.isfinite(value)]
-        if not torch.isfinite(loss_d):
-            bad.append("discriminator")
-        self.log("train/nonfinite_steps", float(self.nonfinite_steps))
-        if self._consecutive_nonfinite >= self.hparams.max_nonfinite_steps:
+    def _count_nonfinite(self, skipped: Tensor, terms: dict[str, Tensor], loss_d: Tensor) -> None:
+        """Update the (all, consecutive) skipped-step counters on the device."""
+        counts = self._nonfinite = self._nonfinite.to(skipped.device)
+        counts[1] = (counts[1] + 1) * skipped
+        counts[0] += skipped
+        self._last_terms = {**terms, "discriminator": loss_d}
+
+    def _check_nonfinite(self) -> None:
+        """Stop once steps keep being skipped (reads the counters: waits for the GPU)."""
+        consecutive = int(self._nonfinite[1])
+        if consecutive >= self.hparams.max_nonfinite_steps:
+            bad = [name for name, value in self._last_terms.items() if not torch.isfinite(value)]
             raise NonFiniteLossError(
-                f"{self._consecutive_nonfinite} consecutive steps had non-finite losses ({', '.join(bad)}) at batch "
-                f"{int(self.batches_done)}; lower the learning rate (model.lr), enable gradient clipping "
+                f"{consecutive} consecutive steps had non-finite losses ({', '.join(bad)}) up to batch "
+                f"{self._batches}; lower the learning rate (model.lr), enable gradient clipping "
                 "(system.gradient_clip_val) or resume from an earlier checkpoint"
             )
 
@@ -331,12 +378,12 @@ class TritonSystem(pl.LightningModule):
         tiles = (torch.cat(list(textures), dim=2).permute(1, 2, 0).cpu().numpy() * 255).round().astype(np.uint8)
         folder = Path(self.trainer.default_root_dir) / "previews"
         folder.mkdir(parents=True, exist_ok=True)
-        write_image(folder / f"batch_{int(self.batches_done):07d}.png", image)
-        write_image(folder / f"textures_{int(self.batches_done):07d}.png", tiles)
+        write_image(folder / f"batch_{self._batches:07d}.png", image)
+        write_image(folder / f"textures_{self._batches:07d}.png", tiles)
         logger = self.logger
         if logger is not None and hasattr(logger, "log_image"):
-            logger.log_image("previews/grid", [image], step=int(self.batches_done))
-            logger.log_image("previews/textures", [tiles], step=int(self.batches_done))
+            logger.log_image("previews/grid", [image], step=self._batches)
+            logger.log_image("previews/textures", [tiles], step=self._batches)
 
     # ------------------------------------------------------------------------------------ checkpoints
 
@@ -348,7 +395,7 @@ class TritonSystem(pl.LightningModule):
                              "numpy": (name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss)}
         if torch.cuda.is_available():
             checkpoint["rng"]["cuda"] = torch.cuda.get_rng_state_all()
-        checkpoint["nonfinite_steps"] = self.nonfinite_steps
+        checkpoint["nonfinite_steps"] = int(self._nonfinite[0])
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         rng = checkpoint.get("rng")
@@ -359,5 +406,6 @@ class TritonSystem(pl.LightningModule):
             random.setstate(rng["python"])
             if "cuda" in rng and torch.cuda.is_available():
                 torch.cuda.set_rng_state_all(rng["cuda"])
-        self.nonfinite_steps = checkpoint.get("nonfinite_steps", 0)
+        self._nonfinite = torch.tensor([checkpoint.get("nonfinite_steps", 0), 0])
+        self._batches = int(checkpoint["state_dict"]["batches_done"])
 

@@ -8,7 +8,8 @@ Layout (format version 1, documented in data/README.md)::
     DIR/<split>/uvl/NNNNNN.png        sim frames, reference TRITON UVL format (16-bit PNG or EXR)
     DIR/<split>/real/NNNNNN.png       "real" frames (8-bit RGB), path traced with hidden appearance
 
-Splits: ``train_sim`` (UVL only) and ``train_real`` (real only) come from independent states (unpaired);
+Splits: ``train_sim`` (UVL only) and ``train_real`` come from independent states (unpaired; train_real's UVL
+frames are there for the paired oracle baseline only);
 ``test`` and ``sequences/seq_NNN`` hold both, paired. Everything is a function of the seed; every file is
 written atomically and skipped if present, so an interrupted run resumes, and ``--shard I/N`` processes
 can share one output folder (or separate ones, merged by copying).
@@ -163,7 +164,8 @@ def _sample_splits(scene: Scene, panda: Panda, p: Preset, seed: int) -> list[Spl
     limits = panda.joint_limits()
     splits = []
     for name, n, rng, sim, real in (("train_sim", p.train_sim, streams[0], True, False),
-                                     ("train_real", p.train_real, streams[1], False, True),
+                                     # train_real's UVL frames serve only the paired oracle baseline
+                                     ("train_real", p.train_real, streams[1], True, True),
                                      ("test", p.test, streams[2], True, True)):
         sample = sample_states(rng, n, limits)
         splits.append(Split(name, frame_state(scene, panda, sample, width=p.resolution, height=p.resolution),

@@ -48,25 +48,25 @@ def unproject_to_texels(
         ``(u, v) ≈ ((row + 0.5) / D, (col + 0.5) / D)``. The weight-averaged ``texel_mean`` over the batch
         is the "recovered texture".
     """
-    check_labels(label, num_labels)
+    check_labels(label, num_labels, check_range=not label.is_cuda)
     batch, channels = image.shape[:2]
-    # float32 accumulation: index_add in bf16 would round the sums of many pixels.
+    # float32 accumulation: index_add in bf16 would round the sums of many pixels. Void pixels are splatted
+    # with weight 0 into label 1's grid rather than filtered out, which would cost a device synchronisation.
     colours = image.float().permute(0, 2, 3, 1).reshape(-1, channels)  # (B*H*W, C)
     flat_label = label.reshape(-1)
-    keep = torch.nonzero(flat_label > 0).squeeze(1)
-    colours = colours[keep]
-    u = uv[:, 0].reshape(-1)[keep].float()
-    v = uv[:, 1].reshape(-1)[keep].float()
-    image_index = torch.div(keep, label[0].numel(), rounding_mode="floor")
-    grid_base = ((image_index * num_labels + flat_label[keep] - 1) * grid_size) * grid_size
+    visible = flat_label > 0
+    u = torch.where(visible, uv[:, 0].reshape(-1).float(), 0.0)  # void UVs may hold anything
+    v = torch.where(visible, uv[:, 1].reshape(-1).float(), 0.0)
+    image_index = torch.arange(batch, device=label.device).repeat_interleave(label[0].numel())
+    grid_base = ((image_index * num_labels + flat_label.clamp(min=1) - 1) * grid_size) * grid_size
 
     r0, r1, wr0, wr1 = bilinear_taps(u, grid_size)
     c0, c1, wc0, wc1 = bilinear_taps(v, grid_size)
     index = torch.cat([grid_base + r * grid_size + c for r, c in ((r0, c0), (r0, c1), (r1, c0), (r1, c1))])
-    weight = torch.cat([wr0 * wc0, wr0 * wc1, wr1 * wc0, wr1 * wc1])  # (4M,)
+    weight = torch.cat([wr0 * wc0, wr0 * wc1, wr1 * wc0, wr1 * wc1]) * visible.float().repeat(4)  # (4N,)
 
     num_texels = batch * num_labels * grid_size * grid_size
-    weighted_colours = colours.repeat(4, 1) * weight[:, None]  # (4M, C), tap-major like ``index``
+    weighted_colours = colours.repeat(4, 1) * weight[:, None]  # (4N, C), tap-major like ``index``
     colour_sum = colours.new_zeros(num_texels, channels).index_add(0, index, weighted_colours)
     weight_sum = weight.new_zeros(num_texels).index_add(0, index, weight)
     seen = weight_sum > 0

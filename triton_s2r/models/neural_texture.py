@@ -11,8 +11,9 @@ in METHOD.md §10:
 * the frequencies B come from ``seed`` and are a persistent buffer, so a state dict reproduces the texture.
 
 All K MLPs run together: their weights are stacked as (K, in, out) tensors. For per-pixel queries the
-non-void pixels are sorted by label and packed into tiles of ``tile_size`` rows, each tile holding pixels
-of one label only, so every layer is one batched matmul against the tiles' gathered weights.
+pixels are sorted by label and packed into tiles of ``tile_size`` rows, each tile holding pixels of one
+label only, so every layer is one batched matmul against the tiles' gathered weights. The packing has
+static shapes: no device synchronisation per call.
 Texture-space axes (rows = u, columns = v) are defined in ``texture_space.py``.
 """
 
@@ -29,8 +30,12 @@ from triton_s2r.models.texture_space import check_labels, sample_label_textures,
 MAX_PIXELS_PER_CALL = 2**22
 
 
-def _group_pixels_by_label(labels: Tensor, num_labels: int, tile_size: int) -> tuple[Tensor, Tensor, Tensor]:
-    """Pack the non-void entries of a flat label vector into single-label tiles.
+def _pack_by_label(labels: Tensor, num_labels: int, tile_size: int) -> tuple[Tensor, Tensor]:
+    """Assign every entry of a flat label vector a row in a buffer of single-label tiles.
+
+    Shapes depend only on N, K and T, never on the label values, so packing needs no device
+    synchronisation (and can be captured or compiled). Void entries are packed too, into their own tiles,
+    and evaluated with the last label's MLP; callers zero them afterwards.
 
     Args:
         labels: (N,) int64; 0 = void, 1..K = objects.
@@ -38,20 +43,23 @@ def _group_pixels_by_label(labels: Tensor, num_labels: int, tile_size: int) -> t
         tile_size: T, rows per tile.
 
     Returns:
-        ``(pixel_index, slot, tile_label)``: (M,) indices of the non-void entries, (M,) their row in the
-        packed (num_tiles * T) buffer, and (num_tiles,) the 0-based label of each tile.
+        ``(slot, tile_label)``: (N,) each entry's row in the packed (num_tiles * T) buffer, distinct, and
+        (num_tiles,) the 0-based label of each tile, with ``num_tiles = ceil(N / T) + K + 1`` (enough for
+        K + 1 groups each padded to whole tiles).
     """
-    pixel_index = torch.nonzero(labels > 0).squeeze(1)
-    label0, order = torch.sort(labels[pixel_index] - 1, stable=True)
-    pixel_index = pixel_index[order]
-    counts = torch.bincount(label0, minlength=num_labels)  # (K,)
-    tiles_per_label = (counts + tile_size - 1) // tile_size
-    first_pixel = torch.cumsum(counts, 0) - counts  # start of each label in the sorted order
-    first_slot = (torch.cumsum(tiles_per_label, 0) - tiles_per_label) * tile_size
-    rank = torch.arange(label0.numel(), device=labels.device) - first_pixel[label0]
-    slot = first_slot[label0] + rank
-    tile_label = torch.repeat_interleave(torch.arange(num_labels, device=labels.device), tiles_per_label)
-    return pixel_index, slot, tile_label
+    group = torch.where(labels > 0, labels - 1, num_labels)  # void last, as group K
+    sorted_group, order = torch.sort(group)
+    boundaries = torch.arange(num_labels + 2, device=labels.device)
+    group_start = torch.searchsorted(sorted_group, boundaries)  # (K + 2,): first sorted entry of each group
+    counts = group_start[1:] - group_start[:-1]
+    tiles_per_group = (counts + tile_size - 1) // tile_size
+    tile_end = torch.cumsum(tiles_per_group, 0)
+    rank = torch.arange(labels.numel(), device=labels.device) - group_start[sorted_group]
+    slot = torch.empty_like(order).scatter_(0, order, (tile_end - tiles_per_group)[sorted_group] * tile_size + rank)
+    num_tiles = -(-labels.numel() // tile_size) + num_labels + 1
+    tiles = torch.arange(num_tiles, device=labels.device)
+    tile_label = torch.searchsorted(tile_end, tiles, right=True).clamp(max=num_labels - 1)
+    return slot, tile_label
 
 
 class NeuralTexture(nn.Module):
@@ -156,7 +164,7 @@ class NeuralTexture(nn.Module):
         Returns:
             (B, C, H, W) in [0, 1] (float32, or the autocast dtype); zeros at void pixels.
         """
-        check_labels(label, self.num_labels)
+        check_labels(label, self.num_labels, check_range=not label.is_cuda)
         if self.sampling == "baked":
             return sample_label_textures(self.bake(self.bake_resolution), uv, label)
         if label.numel() > MAX_PIXELS_PER_CALL:
@@ -172,19 +180,15 @@ class NeuralTexture(nn.Module):
         batch, _, height, width = uv.shape
         flat_uv = uv.permute(0, 2, 3, 1).reshape(-1, 2)
         flat_label = label.reshape(-1)
-        # Shrink tiles for small inputs so a label with few pixels is not padded to a full tile.
-        largest = int(torch.bincount(flat_label, minlength=self.num_labels + 1)[1:].max())
-        tile = max(1, min(self.tile_size, largest))
-        pixel_index, slot, tile_label = _group_pixels_by_label(flat_label, self.num_labels, tile)
+        # Small inputs get smaller tiles, so that padding each of the K + 1 groups to whole tiles stays cheap.
+        tile = max(1, min(self.tile_size, flat_label.numel() // (4 * (self.num_labels + 1))))
+        slot, tile_label = _pack_by_label(flat_label, self.num_labels, tile)
 
-        packed_uv = flat_uv.new_zeros(tile_label.numel() * tile, 2)
-        packed_uv[slot] = flat_uv[pixel_index]
+        packed_uv = flat_uv.new_zeros(tile_label.numel() * tile, 2).index_copy_(0, slot, flat_uv)
         features = self.encode(packed_uv).view(tile_label.numel(), tile, 2 * self.frequencies.shape[1])
         packed = self._mlp(features, tile_label).reshape(-1, self.out_channels)  # (num_tiles * T, C)
-
-        values = packed[slot]  # (M, C)
-        out = values.new_zeros(flat_label.numel(), self.out_channels).index_copy(0, pixel_index, values)
-        return out.view(batch, height, width, self.out_channels).permute(0, 3, 1, 2).contiguous()
+        values = packed[slot] * (flat_label > 0).unsqueeze(1).to(packed.dtype)  # (N, C), void zeroed
+        return values.view(batch, height, width, self.out_channels).permute(0, 3, 1, 2).contiguous()
 
     def bake(self, resolution: int | None = None) -> Tensor:
         """Evaluate every label's texture on a raster (export, or the "baked" sampling mode).

@@ -66,7 +66,7 @@ class RasterTexture(nn.Module):
         Returns:
             (B, C, H, W) float; unbounded (about [0, 1] at initialisation); zeros at void pixels.
         """
-        check_labels(label, self.num_labels)
+        check_labels(label, self.num_labels, check_range=not label.is_cuda)
         out = sample_label_textures(self.levels[0], uv, label)
         for level in self.levels[1:]:
             out = out + sample_label_textures(level, uv, label)

@@ -83,18 +83,21 @@ def sample_label_textures(textures: Tensor, uv: Tensor, label: Tensor) -> Tensor
     return out.permute(0, 3, 1, 2).contiguous()
 
 
-def check_labels(label: Tensor, num_labels: int) -> None:
+def check_labels(label: Tensor, num_labels: int, check_range: bool = True) -> None:
     """Raise if ``label`` is not an int64 map with values in 0..num_labels.
 
     Args:
         label: (B, H, W) label map; 0 = void.
         num_labels: K, the number of object labels (void excluded).
+        check_range: also check the values (one device synchronisation on a GPU). The modules skip it for
+            CUDA tensors, whose labels are checked where they enter: the dataset readers, the renderers
+            (labels come from the scene) and ``Translator``.
     """
     if label.dtype != torch.int64:
         raise TypeError(f"label must be int64 (0 = void, 1..K = objects), got {label.dtype}")
-    if label.numel() == 0:
+    if not check_range or label.numel() == 0:
         return
-    low, high = (int(value) for value in torch.aminmax(label))  # one device sync
+    low, high = (int(value) for value in torch.aminmax(label))
     if low < 0 or high > num_labels:
         raise ValueError(
             f"label values must lie in 0..{num_labels} (0 = void); got range [{low}, {high}]. "

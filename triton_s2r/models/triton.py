@@ -70,10 +70,17 @@ class TritonModel(nn.Module):
             baked: optional (K, C, R, R) raster of the texture (``texture.bake(R)``), sampled bilinearly
                 instead of evaluating the texture at every pixel (inference: the texture is fixed).
 
+        When x_a ignores the texture (``sim_input.texture_multiplier == 0``) it is not evaluated: zeros.
+
         Returns:
             The batch at output resolution.
         """
-        texture = self.texture(uv, label) if baked is None else sample_label_textures(baked, uv, label)
+        if self.sim_input.texture_multiplier == 0:  # x_a ignores the texture (no_texture, oracle): skip it
+            texture = uv.new_zeros(uv.shape[0], self.sim_input.texture_channels, *uv.shape[2:])
+        elif baked is None:
+            texture = self.texture(uv, label)
+        else:
+            texture = sample_label_textures(baked, uv, label)
         if supersample > 1:
             texture = F.avg_pool2d(texture.float(), supersample)
             uv, label = uv[..., ::supersample, ::supersample], label[..., ::supersample, ::supersample]

@@ -1,0 +1,51 @@
+"""The paired ``oracle`` baseline: TRITON's sim->real generator trained with supervision (pix2pix-style).
+
+It sees what no unpaired method can, the real photo of each simulated frame (the benchmark's ``train_real``
+split with its UVL frames, ``data.paired=true``), so its scores are the ceiling the unpaired methods
+approach. x_a is built as in the ``no_texture`` ablation (UVL hint only) and translated by the same
+x_ab = G_B(E_A(x_a)); the generator minimises ``paired`` (mean |x_ab - y| against the aligned photo y) plus
+the LSGAN ``adversarial`` term of the real-domain discriminator D_B, which learns y against x_ab. The
+real->sim half, D_A and the texture stay untouched. Optimisers, schedules, the non-finite guard,
+checkpoints, previews and validation are ``TritonSystem``'s, so the run loads with ``Translator`` as any other.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from triton_s2r.augment import augment_paired
+from triton_s2r.losses import discriminator_adversarial_loss, generator_adversarial_loss, reconstruction_loss
+from triton_s2r.system import TritonSystem
+
+
+class PairedSystem(TritonSystem):
+    """Supervised sim->real translation on aligned frame pairs (weights: ``adversarial``, ``paired``).
+
+    Takes ``TritonSystem``'s arguments; loss weights other than ``adversarial`` and ``paired`` must be 0.
+    pix2pix weights the L1 term 100 against the GAN term 1.
+    """
+
+    loss_terms = ("adversarial", "paired")
+
+    def _inputs(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, int, Tensor]:
+        """One resize and crop for the UVL frame and its photo, so they stay aligned."""
+        uv, label, real = augment_paired(batch["uv"], batch["label"], batch["real"], self._jittered_short_side(),
+                                         self.hparams.crop_size)
+        return uv, label, 1, real
+
+    def _forward(self, uv: Tensor, label: Tensor, supersample: int, real: Tensor) -> dict[str, Tensor]:
+        m = self.model
+        x_a, projection = m.sim_image(m.sample_texture(uv, label, supersample))
+        return {"x_a": x_a, "projection": projection, "real": real, "x_ab": m.translate(x_a)}
+
+    def _discriminator_loss(self, out: dict[str, Tensor]) -> Tensor:
+        logits = self._logits(self.discriminator_real, out["real"])
+        fake = self._logits(self.discriminator_real, out["x_ab"].detach())
+        return self.loss_weights["adversarial"] * discriminator_adversarial_loss(logits, fake, self.hparams.gan_type)
+
+    def _generator_terms(self, out: dict[str, Tensor]) -> dict[str, Tensor]:
+        return {
+            "adversarial": generator_adversarial_loss(self._logits(self.discriminator_real, out["x_ab"]),
+                                                      self.hparams.gan_type),
+            "paired": reconstruction_loss(out["x_ab"].float(), out["real"].float(), "l1"),
+        }
