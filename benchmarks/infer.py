@@ -41,16 +41,17 @@ from triton_s2r.render.primitives import orbit_cameras
 from triton_s2r.translator import Translator
 
 
-def build_translator(run_dir: Path | None, experiment: str | None, num_labels: int, device: str) -> Translator:
+def build_translator(run_dir: Path | None, experiment: str | None, num_labels: int, device: str,
+                     compile_: bool) -> Translator:
     """A trained run, or the configured architecture with random weights."""
     if run_dir is not None:
-        return Translator.from_run_dir(run_dir, device=device)
+        return Translator.from_run_dir(run_dir, device=device, compile=compile_)
     with initialize_config_module("triton_s2r.conf", version_base="1.3"):
         cfg = compose("train", overrides=[f"experiment={experiment}"] if experiment else [])
     with open_dict(cfg):
         cfg.num_labels = num_labels
     torch.manual_seed(0)
-    return Translator(instantiate(cfg.model.translator)).to(device)
+    return Translator(instantiate(cfg.model.translator), compile=compile_).to(device)
 
 
 def scene_and_states(data: Path | None, batch: int, size: int) -> tuple[Scene, FrameState]:
@@ -114,26 +115,26 @@ def main() -> None:
     parser.add_argument("--experiment", default=None, help="architecture of conf/experiment/NAME.yaml "
                         "(default: the reference widths of conf/model/triton.yaml)")
     parser.add_argument("--data", type=Path, default=None, help="dataset whose scene and test states to render")
+    parser.add_argument("--compile", action="store_true", help="also time the torch.compile'd translator (CUDA)")
     parser.add_argument("--seconds", type=float, default=3.0, help="timing budget per case")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     args = parser.parse_args()
     if "cuda" in args.devices and not nvdiffrast_available():
         parser.error("--devices cuda needs CUDA and nvdiffrast (pip install 'triton_s2r[gpu]')")
 
-    rows = ["| device | precision | memory format | resolution | batch | translate frames/s | "
+    rows = ["| device | precision | compile | resolution | batch | translate frames/s | "
             "render + translate frames/s |", "|---|---|---|---|---:|---:|---:|"]
     torch.backends.cudnn.benchmark = True  # fixed batch shapes: let cuDNN pick its fastest kernels
     for device in args.devices:
         batch = args.batch_cuda if device == "cuda" else args.batch_cpu
         for size in args.sizes:
             scene, state = scene_and_states(args.data, batch, size)
-            translator = build_translator(args.run_dir, args.experiment, scene.labels.num_labels, device)
-            formats = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
-            for memory_format in (list(formats) if device == "cuda" else ["contiguous"]):
-                translator.model.to(memory_format=formats[memory_format])
+            for compile_ in [False, True] if device == "cuda" and args.compile else [False]:
+                translator = build_translator(args.run_dir, args.experiment, scene.labels.num_labels, device,
+                                              compile_)
                 translate_fps, end_to_end_fps = measure(translator, scene, state, args.seconds)
                 precision = "bf16 autocast" if device == "cuda" else "fp32"
-                rows.append(f"| {device} | {precision} | {memory_format} | {size}x{size} | {batch} | "
+                rows.append(f"| {device} | {precision} | {compile_} | {size}x{size} | {batch} | "
                             f"{rate(translate_fps)} | {rate(end_to_end_fps)} |")
                 print(rows[-1], flush=True)
     model = f"run {args.run_dir}" if args.run_dir else f"experiment={args.experiment or '(reference widths)'}"

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import time
 
 import pytorch_lightning as pl
@@ -28,10 +27,11 @@ from triton_s2r.train import build
 
 
 class StepTimer(pl.Callback):
-    """Wall time of each training batch (synchronised), after ``warmup`` batches; optionally profiled."""
+    """Throughput of the training batches after ``warmup``: one synchronisation before the first timed batch
+    and one after the last, so consecutive steps overlap as they do in a real run; optionally profiled."""
 
     def __init__(self, warmup: int, profile: bool = False) -> None:
-        self.warmup, self.times, self._t0 = warmup, [], 0.0
+        self.warmup, self.seconds, self.steps, self._t0 = warmup, 0.0, 0, 0.0
         self.profiler = None
         if profile:
             from torch.profiler import ProfilerActivity, schedule
@@ -42,17 +42,20 @@ class StepTimer(pl.Callback):
             self.profiler.start()
 
     def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
-        torch.cuda.synchronize()
         if batch_idx == self.warmup:
+            torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
-        self._t0 = time.perf_counter()
+            self._t0 = time.perf_counter()
 
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
-        torch.cuda.synchronize()
         if batch_idx >= self.warmup:
-            self.times.append(time.perf_counter() - self._t0)
+            self.steps += 1
         if self.profiler is not None:
             self.profiler.step()
+
+    def on_train_epoch_end(self, trainer, module) -> None:
+        torch.cuda.synchronize()
+        self.seconds = time.perf_counter() - self._t0
 
     def report(self) -> str:
         self.profiler.stop()
@@ -66,11 +69,9 @@ def step_flops(system, datamodule) -> float:
     from torch.utils.flop_counter import FlopCounterMode
 
     batch = next(iter(datamodule.train_dataloader()))
-    batch = {k: v.cuda() for k, v in batch.items()}
-    uv, label, k = system._sim_batch(batch)
-    real = batch["real"][..., :256, :256]
+    batch = {k: v if k == "state" else v.cuda() for k, v in batch.items()}
     with FlopCounterMode(display=False) as counter:
-        out = system._forward(uv, label, k, real)
+        out = system._forward(*system._inputs(batch))
         terms = system._generator_terms(out)
         sum(terms.values()).backward()
     return float(counter.get_total_flops())
@@ -81,7 +82,7 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
     overrides = [
         "experiment=paper", f"data.root={data}", "data.build_preset=null", f"data.batch_size={batch}",
         f"data.steps_per_epoch={(steps + warmup) * devices}", "data.num_workers=4", f"trainer.precision={precision}",
-        "system.resolution_schedule=[[0,256]]", "system.preview_every_n_batches=100000",
+        "system.resolution_schedule=[[0,256]]", "system.preview_every_n_batches=100000", "data.val_frames=0",
         f"system.compile={str(compile_).lower()}", f"system.channels_last={str(channels_last).lower()}", "logger=none",
         "hydra.run.dir=/tmp/bench_train",
     ]
@@ -96,9 +97,9 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
     trainer.fit(system, datamodule=datamodule)
     if profile:
         print(timer.report())
-    median = statistics.median(timer.times)
+    step = timer.seconds / timer.steps
     flops = step_flops(system.cuda(), datamodule) if not compile_ and devices == 1 else float("nan")
-    return {"its": 1 / median, "ms": median * 1e3, "peak_gib": torch.cuda.max_memory_allocated() / 2**30,
+    return {"its": 1 / step, "ms": step * 1e3, "peak_gib": torch.cuda.max_memory_allocated() / 2**30,
             "tflop": flops / 1e12}
 
 
@@ -131,14 +132,20 @@ def main() -> None:
         for precision in args.precisions:
             # compile only where it matters: the bf16 step
             for compile_ in [False] + ([] if args.no_compile or precision != "bf16-mixed" else [True]):
-                r = run_variant(args.data, batch, precision, compile_, args.steps, args.warmup,
-                                channels_last=args.channels_last)
+                try:
+                    r = run_variant(args.data, batch, precision, compile_, args.steps, args.warmup,
+                                    channels_last=args.channels_last)
+                except Exception as exc:  # one failing variant (e.g. out of memory) must not lose the others
+                    rows.append(f"| {batch} | {precision} | {compile_} | failed: {type(exc).__name__} | | | | |")
+                    print(rows[-1], exc, flush=True)
+                    continue
                 util = r["tflop"] / (r["ms"] / 1e3) / args.peak_tflops * 100
                 rows.append(f"| {batch} | {precision} | {compile_} | {r['its']:.1f} | {r['ms']:.1f} | "
                             f"{r['peak_gib']:.2f} | {r['tflop']:.2f} | {util:.1f} |")
                 print(rows[-1], flush=True)
     table = ("Full step (renderer in the loop with nvdiffrast, D step + G/texture step), reference networks, "
-             "256x256 crops, neural texture evaluated per pixel; median over timed steps. FLOPs counted by "
+             "256x256 crops, neural texture evaluated per pixel; throughput over the timed steps (synchronised only "
+             "before the first and after the last). FLOPs counted by "
              "torch.utils.flop_counter (convolutions and matmuls) for the uncompiled step.\n\n" + "\n".join(rows))
     if not args.no_write:
         write_section(f"train:{machine()}", f"Training step: {machine()}", table)

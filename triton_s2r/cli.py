@@ -43,7 +43,7 @@ def _translate(args: argparse.Namespace) -> int:
                        batch_size=args.batch_size, device=args.device, checkpoint=args.checkpoint,
                        sequence=args.sequence, scene=args.scene, resolution=args.resolution,
                        supersample=args.supersample, backend=args.backend, fps=args.fps,
-                       texture_resolution=args.texture_resolution or None)
+                       texture_resolution=args.texture_resolution or None, compile=args.compile)
     print(f"wrote {result.out.resolve()}: {result.num_frames} frames of {result.frame_size[1]}x"
           f"{result.frame_size[0]} ({' | '.join(result.panels)}) from {result.source} on {result.device}, "
           f"{result.num_frames / max(result.seconds, 1e-9):.1f} frames/s")
@@ -167,6 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
     trans.add_argument("--texture-resolution", type=int, default=1024,
                        help="rasterise the learned texture once at this size per label and sample it bilinearly; "
                             "0 evaluates the texture network at every pixel (exact, slower)")
+    trans.add_argument("--compile", action="store_true",
+                       help="torch.compile the translation: faster on a GPU for long sequences, after a first batch "
+                            "that compiles (up to minutes)")
     trans.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
                        help="render backend for states (auto: nvdiffrast when translating on CUDA)")
     trans.add_argument("--fps", type=float, default=10.0, help="video frame rate")

@@ -278,6 +278,7 @@ def translate_source(
     batch_size: int = 16,
     fps: float = 10.0,
     texture_resolution: int | None = 1024,
+    compile: bool = False,
     progress: bool = True,
 ) -> TranslateResult:
     """Translate every frame of ``source`` and write them to ``out`` (mp4 or PNG folder) as they are ready.
@@ -335,6 +336,7 @@ def translate(
     backend: str = "auto",
     fps: float = 10.0,
     texture_resolution: int | None = 1024,
+    compile: bool = False,
     progress: bool = True,
 ) -> TranslateResult:
     """Load a run, resolve INPUT and write the translated sequence (the ``translate`` subcommand).
@@ -343,7 +345,7 @@ def translate(
     """
     torch.backends.cudnn.benchmark = True  # batches of one shape: let cuDNN pick its fastest kernels (+8%)
     translator = Translator.from_run_dir(run_dir, checkpoint=checkpoint, device=device,
-                                         texture_resolution=texture_resolution)
+                                         texture_resolution=texture_resolution, compile=compile)
     source = open_input(input, translator, sequence=sequence, scene=scene, resolution=resolution,
                         supersample=supersample, backend=backend)
     return translate_source(translator, source, out, side_by_side=side_by_side, batch_size=batch_size, fps=fps,

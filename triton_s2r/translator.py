@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch import Tensor, nn
 
 from triton_s2r.datasets import BenchmarkDataset, DatasetError
+from triton_s2r.models.texture_space import check_labels
 from triton_s2r.models.triton import TritonModel, to_unit
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import LabelTable, Scene, load_scene
@@ -161,6 +162,7 @@ class Translator:
         data_root: Path | None = None,
         run_dir: Path | None = None,
         texture_resolution: int | None = 1024,
+        compile: bool = False,
     ) -> None:
         if labels is not None and labels.num_labels != model.num_labels:
             raise ValueError(f"label table has {labels.num_labels} labels but the model {model.num_labels}")
@@ -175,6 +177,9 @@ class Translator:
         # does (METHOD.md §2.3); None evaluates it exactly at every pixel's UV (slower, same to ~1e-3).
         self.texture_resolution = texture_resolution
         self._baked: Tensor | None = None
+        # Compiling fuses the norms, activations and padding around the convolutions; each new batch shape
+        # compiles once (seconds to minutes), so it pays off for long sequences of fixed-size batches.
+        self._translate = torch.compile(self._translate, dynamic=False) if compile else self._translate
 
     @classmethod
     def from_run_dir(
@@ -183,6 +188,7 @@ class Translator:
         checkpoint: str | os.PathLike | None = None,
         device: str | torch.device = "auto",
         texture_resolution: int | None = 1024,
+        compile: bool = False,
     ) -> Translator:
         """Load a run written by ``triton-s2r train``.
 
@@ -192,6 +198,8 @@ class Translator:
             device: ``"auto"`` (CUDA if available), ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...
             texture_resolution: rasterise the texture once at R x R per label and sample it bilinearly
                 (default 1024); None evaluates the texture network at every pixel.
+            compile: ``torch.compile`` the translation (faster on GPUs for fixed batch shapes; the first
+                call of each shape compiles).
 
         Raises:
             FileNotFoundError: the run directory, its config or the checkpoint is missing.
@@ -219,8 +227,8 @@ class Translator:
             raise CheckpointError(f"{path}: weights do not fit the model of {config_path} ({exc}); was the "
                                   f"checkpoint written by another run?") from exc
         labels, data_root = _training_labels(cfg, run_dir)
-        return cls(model, labels=labels, data_root=data_root, run_dir=run_dir,
-                   texture_resolution=texture_resolution).to(resolve_device(device))
+        return cls(model, labels=labels, data_root=data_root, run_dir=run_dir, texture_resolution=texture_resolution,
+                   compile=compile).to(resolve_device(device))
 
     def to(self, device: str | torch.device) -> Translator:
         """Move the model to ``device`` (``"auto"`` allowed); returns self."""
@@ -286,22 +294,27 @@ class Translator:
             parts = [self(gbuffer[i:i + frames], supersample) for i in range(0, gbuffer.batch_size, frames)]
             joined = (torch.cat([getattr(part, f.name) for part in parts]) for f in fields(TranslationOutput))
             return TranslationOutput(*joined)
+        check_labels(gbuffer.label, self.num_labels)  # the model skips this check on CUDA
         device = self.device
-        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
-            if self.texture_resolution and self._baked is None:
-                with torch.autocast(device_type=device.type, enabled=False):
-                    self._baked = self.model.texture.bake(self.texture_resolution).float()
-            batch = self.model.sample_texture(gbuffer.uv.to(device), gbuffer.label.to(device), supersample,
-                                              baked=self._baked if self.texture_resolution else None)
+        if self.texture_resolution and self._baked is None:
+            self._baked = self.model.texture.bake(self.texture_resolution).float()
+        translation, texture = self._translate(gbuffer.uv.to(device), gbuffer.label.to(device), supersample,
+                                               self._baked if self.texture_resolution else None)
+        mask = gbuffer.label[..., ::supersample, ::supersample].to(device) != 0
+        texture = texture[:, :3].float().clamp(0, 1) * mask[:, None]
+        return TranslationOutput(translation=to_unit(translation), texture=texture, mask=mask)
+
+    def _translate(self, uv: Tensor, label: Tensor, supersample: int, baked: Tensor | None) -> tuple[Tensor, Tensor]:
+        """(x_ab in [-1, 1], sampled texture in [0, 1]) of a batch on the model's device; bf16 on CUDA."""
+        device_type = uv.device.type
+        with torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=device_type == "cuda"):
+            batch = self.model.sample_texture(uv, label, supersample, baked=baked)
             x_a, _ = self.model.sim_image(batch)
             height, width = x_a.shape[-2:]
             pad_h, pad_w = -height % self.size_multiple, -width % self.size_multiple
             if pad_h or pad_w:  # replicate the last rows and columns, translate, crop them off again
                 x_a = F.pad(x_a, (0, pad_w, 0, pad_h), mode="replicate")
-            translation = self.model.translate(x_a)[..., :height, :width]
-        mask = batch.label != 0
-        texture = batch.texture[:, :3].float().clamp(0, 1) * mask[:, None]
-        return TranslationOutput(translation=to_unit(translation), texture=texture, mask=mask)
+            return self.model.translate(x_a)[..., :height, :width], batch.texture
 
     @torch.inference_mode()
     def bake_textures(self, resolution: int = 512) -> Tensor:

@@ -95,7 +95,7 @@ def check_labels(label: Tensor, num_labels: int, check_range: bool = True) -> No
     """
     if label.dtype != torch.int64:
         raise TypeError(f"label must be int64 (0 = void, 1..K = objects), got {label.dtype}")
-    if not check_range or label.numel() == 0:
+    if not check_range or label.numel() == 0 or torch.compiler.is_compiling():  # no graph break when compiled
         return
     low, high = (int(value) for value in torch.aminmax(label))
     if low < 0 or high > num_labels:
