@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+import traceback
 
 import pytorch_lightning as pl
 import torch
@@ -31,7 +32,7 @@ class StepTimer(pl.Callback):
     and one after the last, so consecutive steps overlap as they do in a real run; optionally profiled."""
 
     def __init__(self, warmup: int, profile: bool = False) -> None:
-        self.warmup, self.seconds, self.steps, self._t0 = warmup, 0.0, 0, 0.0
+        self.warmup, self.seconds, self.steps, self._t0, self.peak_bytes = warmup, 0.0, 0, 0.0, 0
         self.profiler = None
         if profile:
             from torch.profiler import ProfilerActivity, schedule
@@ -56,6 +57,7 @@ class StepTimer(pl.Callback):
     def on_train_epoch_end(self, trainer, module) -> None:
         torch.cuda.synchronize()
         self.seconds = time.perf_counter() - self._t0
+        self.peak_bytes = torch.cuda.max_memory_allocated()  # of the timed steps only
 
     def report(self) -> str:
         self.profiler.stop()
@@ -99,7 +101,7 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
         print(timer.report())
     step = timer.seconds / timer.steps
     flops = step_flops(system.cuda(), datamodule) if not compile_ and devices == 1 else float("nan")
-    return {"its": 1 / step, "ms": step * 1e3, "peak_gib": torch.cuda.max_memory_allocated() / 2**30,
+    return {"its": 1 / step, "ms": step * 1e3, "peak_gib": timer.peak_bytes / 2**30,
             "tflop": flops / 1e12}
 
 
@@ -137,6 +139,7 @@ def main() -> None:
                                     channels_last=args.channels_last)
                 except Exception as exc:  # one failing variant (e.g. out of memory) must not lose the others
                     rows.append(f"| {batch} | {precision} | {compile_} | failed: {type(exc).__name__} | | | | |")
+                    traceback.print_exc()
                     print(rows[-1], exc, flush=True)
                     continue
                 util = r["tflop"] / (r["ms"] / 1e3) / args.peak_tflops * 100

@@ -141,9 +141,11 @@ class TritonSystem(pl.LightningModule):
             for net in (model.generator_sim, model.generator_real, discriminator_sim, discriminator_real):
                 net.to(memory_format=torch.channels_last)
         if compile:
-            self._forward = torch.compile(self._forward)
-            self._discriminator_loss = torch.compile(self._discriminator_loss)
-            self._generator_terms = torch.compile(self._generator_terms)
+            # Inductor's mix-order-reduction fusion fails an assertion on the generator-terms backward (torch 2.11).
+            options = {"triton.mix_order_reduction": False}
+            self._forward = torch.compile(self._forward, options=options)
+            self._discriminator_loss = torch.compile(self._discriminator_loss, options=options)
+            self._generator_terms = torch.compile(self._generator_terms, options=options)
 
     # ------------------------------------------------------------------------------------ setup
 
