@@ -4,10 +4,14 @@ Usage::
 
     python -m benchmarks.results --data outputs/data/full --budget-seconds 3600      # one GPU
     python -m benchmarks.results --data DIR --budget-seconds 90 --methods triton no_texture --out /tmp/r.md
+    python -m benchmarks.results --data DIR --methods triton \
+        --variant triton_tr0 loss.loss_weights.texture_reality=0      # extra rows: a method plus overrides
 
 Each method is ``triton-s2r train`` with the base recipe below plus the method's experiment (``triton``: the
 defaults, i.e. full TRITON), stopped by Lightning's ``max_time``; then ``triton-s2r eval`` on the same
-dataset. Writes a markdown table (docs/results.md by default) with the card, command, date and commit.
+dataset. The unpaired methods render their sim batches in the loop on a GPU (train_sim states); the paired
+``oracle`` reads the UVL frames and photos of train_real. Writes a markdown table (docs/results.md by
+default) with the card, command, date and commit.
 """
 
 from __future__ import annotations
@@ -30,14 +34,16 @@ METHODS = {  # method -> extra overrides
     "no_texture": ["experiment=no_texture"],
     "texture_only": ["experiment=texture_only"],
     "raster_texture": ["experiment=raster_texture"],
+    "oracle": ["experiment=oracle"],
 }
 COLUMNS = ("psnr", "psnr_masked", "ssim", "ssim_masked", "surface_consistency", "warp_error")
 
 
-def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool) -> list[str]:
+def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool, paired: bool) -> list[str]:
     hours, rest = divmod(budget_seconds, 3600)
     return [
-        f"data.root={data}", "data.build_preset=null", f"data.sim_source={'render' if gpu else 'frames'}",
+        f"data.root={data}", "data.build_preset=null",
+        f"data.sim_source={'render' if gpu and not paired else 'frames'}",
         "data.steps_per_epoch=50", "data.num_workers=4", f"trainer={'gpu' if gpu else 'cpu'}",
         "trainer.max_epochs=100000", f"+trainer.max_time=00:{hours:02d}:{rest // 60:02d}:{rest % 60:02d}",
         "trainer.enable_progress_bar=false", "logger=csv", "system.crop_size=256",
@@ -54,13 +60,17 @@ def main() -> None:
     parser.add_argument("--runs", type=Path, default=Path("outputs/results"), help="where the runs go")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "docs" / "results.md")
     parser.add_argument("--cpu", action="store_true", help="train on the CPU (frames instead of rendering)")
+    parser.add_argument("--variant", nargs="+", action="append", default=[], metavar=("NAME", "OVERRIDE"),
+                        help="an extra row: NAME, then Hydra overrides added to full TRITON's (repeatable)")
     args = parser.parse_args()
 
+    runs = [(method, METHODS[method]) for method in args.methods] + [(v[0], v[1:]) for v in args.variant]
     rows = []
-    for method in args.methods:
+    for method, overrides in runs:
         run_dir = args.runs / method
+        paired = method == "oracle"
         command = [sys.executable, "-m", "triton_s2r.train",
-                   *base_overrides(args.data, args.budget_seconds, run_dir, not args.cpu), *METHODS[method]]
+                   *base_overrides(args.data, args.budget_seconds, run_dir, not args.cpu, paired), *overrides]
         start = time.perf_counter()
         subprocess.run(command, check=True)
         seconds = time.perf_counter() - start
@@ -71,7 +81,8 @@ def main() -> None:
         state = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
         batches = int(state["state_dict"]["batches_done"])
         rows.append((method, result, seconds, batches))
-        print(method, {k: result[k] for k in COLUMNS}, flush=True)
+        print(f"| {method} | " + " | ".join(f"{result[k]:.4f}" for k in COLUMNS) + f" | {seconds:.0f} | {batches} |",
+              flush=True)
 
     header = "| method | " + " | ".join(COLUMNS) + " | train wall s | batches |"
     lines = [header, "|" + "---|" * (len(COLUMNS) + 3)]
