@@ -56,7 +56,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="benchmark dataset with a paired test split and sequences")
     parser.add_argument("--budget-seconds", type=int, default=3600, help="training wall-clock budget per method")
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--methods", nargs="*", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--runs", type=Path, default=Path("outputs/results"), help="where the runs go")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "docs" / "results.md")
     parser.add_argument("--cpu", action="store_true", help="train on the CPU (frames instead of rendering)")
