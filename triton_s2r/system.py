@@ -347,7 +347,7 @@ class TritonSystem(pl.LightningModule):
         counts = self._nonfinite = self._nonfinite.to(skipped.device)
         counts[1] = (counts[1] + 1) * skipped
         counts[0] += skipped
-        self._last_terms = {**terms, "discriminator": loss_d}
+        self._last_terms = {name: value.detach() for name, value in {**terms, "discriminator": loss_d}.items()}
 
     def _check_nonfinite(self) -> None:
         """Stop once steps keep being skipped (reads the counters: waits for the GPU)."""
@@ -356,7 +356,7 @@ class TritonSystem(pl.LightningModule):
             bad = [name for name, value in self._last_terms.items() if not torch.isfinite(value)]
             raise NonFiniteLossError(
                 f"{consecutive} consecutive steps had non-finite losses ({', '.join(bad)}) up to batch "
-                f"{self._batches}; lower the learning rate (model.lr), enable gradient clipping "
+                f"{self._batches}; lower the learning rate (system.lr), enable gradient clipping "
                 "(system.gradient_clip_val) or resume from an earlier checkpoint"
             )
 
