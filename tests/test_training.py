@@ -100,6 +100,13 @@ def test_tiny_run_leaves_config_checkpoint_and_previews(tiny_data, tmp_path) -> 
     assert len(psnr) == 2 and all(5 < value < 60 for value in psnr)
     assert all(float(row["val/surface_consistency"]) >= 0 for row in rows if row["val/psnr"])
     assert not list(run_dir.rglob(".*.ckpt"))  # no temporary checkpoint files
+    # The epoch with the best val/psnr is kept as best.ckpt, and loads by name.
+    best = torch.load(run_dir / "checkpoints" / "best.ckpt", weights_only=False)
+    best_psnr = max(psnr)
+    assert int(best["state_dict"]["batches_done"]) == 5 * (psnr.index(best_psnr) + 1)
+    from triton_s2r.translator import Translator
+
+    assert Translator.from_run_dir(run_dir, checkpoint="best", device="cpu").num_labels == 9
 
 
 def test_resume_continues_exactly(tiny_data, tmp_path) -> None:

@@ -90,7 +90,11 @@ def train(cfg: DictConfig) -> Path:
     checkpoints = ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="epoch{epoch:04d}",
                                   auto_insert_metric_name=False, save_last=True, save_top_k=-1,
                                   every_n_epochs=1, save_on_train_epoch_end=True)
-    trainer = instantiate(cfg.trainer, logger=logger, callbacks=[checkpoints], plugins=[AtomicCheckpointIO()])
+    callbacks = [checkpoints]
+    if datamodule.has_validation():  # also keep the epoch with the best validation PSNR as best.ckpt
+        callbacks.append(ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="best", monitor="val/psnr",
+                                         mode="max", save_top_k=1, auto_insert_metric_name=False))
+    trainer = instantiate(cfg.trainer, logger=logger, callbacks=callbacks, plugins=[AtomicCheckpointIO()])
     trainer.fit(system, datamodule=datamodule, ckpt_path=ckpt_path)
     print(f"run directory: {run_dir} (checkpoint: {run_dir / 'checkpoints' / 'last.ckpt'})")
     return run_dir
