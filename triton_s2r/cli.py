@@ -217,7 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
         "make-dataset",
         help="build the tabletop robot benchmark (sim UVL frames + paired path-traced 'real' frames)",
         description="Build the tabletop benchmark: a Franka Panda, a table and five objects; unpaired train_sim / "
-        "train_real splits, a paired test split and paired video sequences. Deterministic for a seed; resumes "
+        "train_real splits (train_real also has UVL frames, read only by the paired oracle baseline), a paired "
+        "test split and paired video sequences. Deterministic for a seed; resumes "
         "where it stopped; --shard I/N renders every N-th frame so N processes can share the work. Needs the "
         "'scenes' extra (pybullet, yourdfpy, xatlas, mitsuba). Format: data/README.md.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
