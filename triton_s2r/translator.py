@@ -298,9 +298,10 @@ class Translator:
         device = self.device
         if self.texture_resolution and self._baked is None:
             self._baked = self.model.texture.bake(self.texture_resolution).float()
-        translation, texture = self._translate(gbuffer.uv.to(device), gbuffer.label.to(device), supersample,
+        label = gbuffer.label.to(device)
+        translation, texture = self._translate(gbuffer.uv.to(device), label, supersample,
                                                self._baked if self.texture_resolution else None)
-        mask = gbuffer.label[..., ::supersample, ::supersample].to(device) != 0
+        mask = label[..., ::supersample, ::supersample] != 0
         texture = texture[:, :3].float().clamp(0, 1) * mask[:, None]
         return TranslationOutput(translation=to_unit(translation), texture=texture, mask=mask)
 
