@@ -169,8 +169,7 @@ class TritonDataModule(pl.LightningDataModule):
         return UnpairedDataset(UVLFrames(self.sim_dir, self.labels), Photos(self.real_dir))
 
     def _paired(self, split: str, limit: int | None = None) -> PairedDataset:
-        info = self.dataset.splits.get(split, {})
-        if not (info.get("sim") and info.get("real")):
+        if not self.dataset.is_paired(split):
             raise ValueError(
                 f"{self.dataset.root}: split {split!r} has no paired UVL and real frames; datasets built before "
                 f"train_real had UVL frames gain them when the same `triton-s2r make-dataset` command is rerun"
@@ -193,8 +192,7 @@ class TritonDataModule(pl.LightningDataModule):
 
     def has_validation(self) -> bool:
         """Whether there are paired test frames to score after each epoch."""
-        info = self.dataset.splits.get("test", {}) if self.dataset is not None else {}
-        return self.val_frames > 0 and bool(info.get("sim") and info.get("real"))
+        return self.val_frames > 0 and self.dataset is not None and self.dataset.is_paired("test")
 
     def val_dataloader(self) -> DataLoader | list:
         if not self.has_validation():

@@ -164,6 +164,11 @@ class BenchmarkDataset:
     def splits(self) -> dict[str, dict]:
         return self.manifest["splits"]
 
+    def is_paired(self, split: str) -> bool:
+        """Whether ``split`` exists and holds both UVL frames and real photos of the same states."""
+        info = self.splits.get(split, {})
+        return bool(info.get("sim") and info.get("real"))
+
     def frame_paths(self, split: str, kind: str) -> list[Path]:
         """Expected files of ``split``; ``kind`` is ``"uvl"`` or ``"real"``."""
         info = self.splits[split]

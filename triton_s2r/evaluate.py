@@ -73,9 +73,9 @@ def evaluate(
     """
     translator = Translator.from_run_dir(run_dir, checkpoint=checkpoint, device=device)
     dataset = BenchmarkDataset.open(dataset_dir)
-    if split not in dataset.splits or not (dataset.splits[split]["sim"] and dataset.splits[split]["real"]):
+    if not dataset.is_paired(split):
         raise ValueError(f"{dataset.root}: split {split!r} is not a paired split (uvl/ and real/); "
-                         f"paired splits: {[s for s, i in dataset.splits.items() if i['sim'] and i['real']]}")
+                         f"paired splits: {[s for s in dataset.splits if dataset.is_paired(s)]}")
     if dataset.labels.num_labels != translator.num_labels:
         raise ValueError(f"{dataset.root} has {dataset.labels.num_labels} labels but the run's model "
                          f"{translator.num_labels}: evaluate on the dataset the run was trained for")
