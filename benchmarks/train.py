@@ -6,7 +6,8 @@ run: batch 5 and 16, fp32 and bf16, with and without ``torch.compile``.
 Usage::
 
     python -m benchmarks.train --data DATASET_DIR                     # all variants on this machine's GPU
-    python -m benchmarks.train --data DIR --batches 5 --precisions bf16-mixed --no-compile --steps 20
+    python -m benchmarks.train --data DIR --batches 5 --precisions bf16-mixed --compile off --steps 20
+    python -m benchmarks.train --data DIR --batches 5 --precisions bf16-mixed --compile on --channels-last
 
 DATASET_DIR is any benchmark folder (states + baked assets + train_real photos), e.g. one built with
 ``triton-s2r make-dataset --preset tiny --resolution 256 --frames 48``.
@@ -33,6 +34,7 @@ class StepTimer(pl.Callback):
 
     def __init__(self, warmup: int, profile: bool = False) -> None:
         self.warmup, self.seconds, self.steps, self._t0, self.peak_bytes = warmup, 0.0, 0, 0.0, 0
+        self.warmup_seconds = 0.0  # the untimed first batches: cuDNN autotuning and, compiled, the compilation
         self.profiler = None
         if profile:
             from torch.profiler import ProfilerActivity, schedule
@@ -43,9 +45,12 @@ class StepTimer(pl.Callback):
             self.profiler.start()
 
     def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
+        if batch_idx == 0:
+            self._t0 = time.perf_counter()
         if batch_idx == self.warmup:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
+            self.warmup_seconds = time.perf_counter() - self._t0
             self._t0 = time.perf_counter()
 
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
@@ -102,7 +107,7 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
     step = timer.seconds / timer.steps
     flops = step_flops(system.cuda(), datamodule) if not compile_ and devices == 1 else float("nan")
     return {"its": 1 / step, "ms": step * 1e3, "peak_gib": timer.peak_bytes / 2**30,
-            "tflop": flops / 1e12}
+            "tflop": flops / 1e12, "warmup_s": timer.warmup_seconds}
 
 
 def main() -> None:
@@ -110,7 +115,8 @@ def main() -> None:
     parser.add_argument("--data", required=True, help="benchmark dataset folder")
     parser.add_argument("--batches", nargs="+", type=int, default=[5, 16])
     parser.add_argument("--precisions", nargs="+", default=["32-true", "bf16-mixed"])
-    parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile variants")
+    parser.add_argument("--compile", nargs="+", choices=["off", "on"], default=["off", "on"],
+                        help="time the bf16 step eager (off), compiled (on) or both")
     parser.add_argument("--steps", type=int, default=30, help="timed steps per variant")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--peak-tflops", type=float, default=989.0, help="card's dense bf16 rate (H100 SXM: 989)")
@@ -128,28 +134,31 @@ def main() -> None:
         run_variant(args.data, args.batches[0], "bf16-mixed", False, 10, args.warmup, profile=True,
                     channels_last=args.channels_last)
         return
-    rows = ["| batch | precision | compile | it/s | ms/step | peak GiB | TFLOP/step | % of bf16 peak |",
-            "|---|---|---|---|---|---|---|---|"]
+    rows = ["| batch | precision | compile | channels last | it/s | ms/step | peak GiB | TFLOP/step | % of bf16 peak "
+            "| warm-up s |", "|---|---|---|---|---|---|---|---|---|---|"]
+    layout = args.channels_last
     for batch in args.batches:
         for precision in args.precisions:
             # compile only where it matters: the bf16 step
-            for compile_ in [False] + ([] if args.no_compile or precision != "bf16-mixed" else [True]):
+            for compile_ in [c == "on" for c in args.compile] if precision == "bf16-mixed" else [False]:
                 try:
                     r = run_variant(args.data, batch, precision, compile_, args.steps, args.warmup,
                                     channels_last=args.channels_last)
                 except Exception as exc:  # one failing variant (e.g. out of memory) must not lose the others
-                    rows.append(f"| {batch} | {precision} | {compile_} | failed: {type(exc).__name__} | | | | |")
+                    rows.append(f"| {batch} | {precision} | {compile_} | {layout} | failed: {type(exc).__name__} "
+                                "| | | | | |")
                     traceback.print_exc()
                     print(rows[-1], exc, flush=True)
                     continue
                 util = r["tflop"] / (r["ms"] / 1e3) / args.peak_tflops * 100
-                rows.append(f"| {batch} | {precision} | {compile_} | {r['its']:.1f} | {r['ms']:.1f} | "
-                            f"{r['peak_gib']:.2f} | {r['tflop']:.2f} | {util:.1f} |")
+                rows.append(f"| {batch} | {precision} | {compile_} | {layout} | {r['its']:.1f} | {r['ms']:.1f} | "
+                            f"{r['peak_gib']:.2f} | {r['tflop']:.2f} | {util:.1f} | {r['warmup_s']:.0f} |")
                 print(rows[-1], flush=True)
     table = ("Full step (renderer in the loop with nvdiffrast, D step + G/texture step), reference networks, "
              "256x256 crops, neural texture evaluated per pixel; throughput over the timed steps (synchronised only "
-             "before the first and after the last). FLOPs counted by "
-             "torch.utils.flop_counter (convolutions and matmuls) for the uncompiled step.\n\n" + "\n".join(rows))
+             "before the first and after the last). FLOPs counted by torch.utils.flop_counter (convolutions and "
+             f"matmuls) for the uncompiled step. Warm-up s: the untimed first {args.warmup} "
+             "steps (cuDNN autotuning and, compiled, the compilation).\n\n" + "\n".join(rows))
     if not args.no_write:
         write_section(f"train:{machine()}", f"Training step: {machine()}", table)
     print(table)
