@@ -7,7 +7,8 @@ Usage::
 
     python -m benchmarks.train --data DATASET_DIR                     # all variants on this machine's GPU
     python -m benchmarks.train --data DIR --batches 5 --precisions bf16-mixed --compile off --steps 20
-    python -m benchmarks.train --data DIR --batches 5 --precisions bf16-mixed --compile on --channels-last
+    python -m benchmarks.train --data DIR --batches 5 --precisions bf16-mixed --compile off \
+        --variant reference --variant l1_losses loss.criterion=l1 loss.content_criterion=l1   # rows per variant
 
 DATASET_DIR is any benchmark folder (states + baked assets + train_real photos), e.g. one built with
 ``triton-s2r make-dataset --preset tiny --resolution 256 --frames 48``.
@@ -16,6 +17,7 @@ DATASET_DIR is any benchmark folder (states + baked assets + train_real photos),
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import time
 import traceback
@@ -85,13 +87,13 @@ def step_flops(system, datamodule) -> float:
 
 
 def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: int, warmup: int,
-                profile: bool = False, channels_last: bool = False, devices: int = 1) -> dict:
+                profile: bool = False, extra: tuple[str, ...] = (), devices: int = 1) -> dict:
+    """Time one configuration; ``extra``: Hydra overrides added last."""
     overrides = [
         "experiment=paper", f"data.root={data}", "data.build_preset=null", f"data.batch_size={batch}",
         f"data.steps_per_epoch={(steps + warmup) * devices}", "data.num_workers=4", f"trainer.precision={precision}",
         "system.resolution_schedule=[[0,256]]", "system.preview_every_n_batches=100000", "data.val_frames=0",
-        f"system.compile={str(compile_).lower()}", f"system.channels_last={str(channels_last).lower()}", "logger=none",
-        "hydra.run.dir=/tmp/bench_train",
+        f"system.compile={str(compile_).lower()}", "logger=none", "hydra.run.dir=/tmp/bench_train", *extra,
     ]
     with initialize_config_module("triton_s2r.conf", version_base="1.3"):
         cfg = compose("train", overrides=overrides)
@@ -122,7 +124,9 @@ def main() -> None:
     parser.add_argument("--peak-tflops", type=float, default=989.0, help="card's dense bf16 rate (H100 SXM: 989)")
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--profile", action="store_true", help="print a torch.profiler table of one bf16 variant")
-    parser.add_argument("--channels-last", action="store_true", help="channels-last networks")
+    parser.add_argument("--variant", nargs="+", action="append", default=[], metavar=("NAME", "OVERRIDE"),
+                        help="rows for NAME: the step with these Hydra overrides (repeatable; default: the "
+                        "reference step only), e.g. --variant channels_last system.channels_last=true")
     parser.add_argument("--scaling", nargs="+", type=int, default=None, metavar="DEVICES",
                         help="instead: DDP scaling of the bf16 step over these GPU counts, e.g. 1 2")
     args = parser.parse_args()
@@ -131,29 +135,26 @@ def main() -> None:
         scaling(args)
         return
     if args.profile:
-        run_variant(args.data, args.batches[0], "bf16-mixed", False, 10, args.warmup, profile=True,
-                    channels_last=args.channels_last)
+        run_variant(args.data, args.batches[0], "bf16-mixed", False, 10, args.warmup, profile=True)
         return
-    rows = ["| batch | precision | compile | channels last | it/s | ms/step | peak GiB | TFLOP/step | % of bf16 peak "
+    rows = ["| variant | batch | precision | compile | it/s | ms/step | peak GiB | TFLOP/step | % of bf16 peak "
             "| warm-up s |", "|---|---|---|---|---|---|---|---|---|---|"]
-    layout = args.channels_last
-    for batch in args.batches:
-        for precision in args.precisions:
-            # compile only where it matters: the bf16 step
-            for compile_ in [c == "on" for c in args.compile] if precision == "bf16-mixed" else [False]:
-                try:
-                    r = run_variant(args.data, batch, precision, compile_, args.steps, args.warmup,
-                                    channels_last=args.channels_last)
-                except Exception as exc:  # one failing variant (e.g. out of memory) must not lose the others
-                    rows.append(f"| {batch} | {precision} | {compile_} | {layout} | failed: {type(exc).__name__} "
-                                "| | | | | |")
-                    traceback.print_exc()
-                    print(rows[-1], exc, flush=True)
-                    continue
-                util = r["tflop"] / (r["ms"] / 1e3) / args.peak_tflops * 100
-                rows.append(f"| {batch} | {precision} | {compile_} | {layout} | {r['its']:.1f} | {r['ms']:.1f} | "
-                            f"{r['peak_gib']:.2f} | {r['tflop']:.2f} | {util:.1f} | {r['warmup_s']:.0f} |")
-                print(rows[-1], flush=True)
+    variants = [(v[0], tuple(v[1:])) for v in args.variant] or [("reference", ())]
+    for (name, extra), batch, precision in itertools.product(variants, args.batches, args.precisions):
+        # compile only where it matters: the bf16 step
+        for compile_ in [c == "on" for c in args.compile] if precision == "bf16-mixed" else [False]:
+            try:
+                r = run_variant(args.data, batch, precision, compile_, args.steps, args.warmup, extra=extra)
+            except Exception as exc:  # one failing variant (e.g. out of memory) must not lose the others
+                rows.append(f"| {name} | {batch} | {precision} | {compile_} | failed: {type(exc).__name__} "
+                            "| | | | | |")
+                traceback.print_exc()
+                print(rows[-1], exc, flush=True)
+                continue
+            util = r["tflop"] / (r["ms"] / 1e3) / args.peak_tflops * 100
+            rows.append(f"| {name} | {batch} | {precision} | {compile_} | {r['its']:.1f} | {r['ms']:.1f} | "
+                        f"{r['peak_gib']:.2f} | {r['tflop']:.2f} | {util:.1f} | {r['warmup_s']:.0f} |")
+            print(rows[-1], flush=True)
     table = ("Full step (renderer in the loop with nvdiffrast, D step + G/texture step), reference networks, "
              "256x256 crops, neural texture evaluated per pixel; throughput over the timed steps (synchronised only "
              "before the first and after the last). FLOPs counted by torch.utils.flop_counter (convolutions and "

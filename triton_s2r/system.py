@@ -82,8 +82,9 @@ class TritonSystem(pl.LightningModule):
         max_nonfinite_steps: consecutive skipped (non-finite) steps before training stops with an error
             (checked every ``NONFINITE_CHECK_EVERY`` batches, so the stop can come up to that many batches later).
         channels_last: use channels-last memory format for the networks (faster convolutions on GPUs).
-        compile: ``torch.compile`` the step's three parts (forward, discriminator loss, generator terms:
-            networks, texture and losses, fused into few kernels).
+        compile: ``torch.compile`` each network (both encoders and decoders, both discriminators) and the
+            texture on its own: each compiles once per input shape and is reused wherever the step calls it
+            (one graph of the whole step took over 8 minutes to compile on an H100).
         preview_every_n_batches: write an image grid (and log it to W&B if used) every this many batches.
     """
 
@@ -141,11 +142,11 @@ class TritonSystem(pl.LightningModule):
             for net in (model.generator_sim, model.generator_real, discriminator_sim, discriminator_real):
                 net.to(memory_format=torch.channels_last)
         if compile:
-            # Inductor's mix-order-reduction fusion fails an assertion on the generator-terms backward (torch 2.11).
+            # Inductor's mix-order-reduction fusion failed an assertion on a backward pass (torch 2.11).
             options = {"triton.mix_order_reduction": False}
-            self._forward = torch.compile(self._forward, options=options)
-            self._discriminator_loss = torch.compile(self._discriminator_loss, options=options)
-            self._generator_terms = torch.compile(self._generator_terms, options=options)
+            for net in (model.generator_sim.encoder, model.generator_sim.decoder, model.generator_real.encoder,
+                        model.generator_real.decoder, discriminator_sim, discriminator_real, model.texture):
+                net.compile(dynamic=False, options=options)  # in place: parameter names and checkpoints stay the same
 
     # ------------------------------------------------------------------------------------ setup
 
