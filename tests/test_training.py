@@ -110,15 +110,23 @@ def test_tiny_run_leaves_config_checkpoint_and_previews(tiny_data, tmp_path) -> 
 
 
 def test_resume_continues_exactly(tiny_data, tmp_path) -> None:
-    straight = run(tmp_path, "straight", tiny_data, "trainer.max_epochs=2")
-    first = run(tmp_path, "first", tiny_data, "trainer.max_epochs=1")
-    resumed = run(tmp_path, "resumed", tiny_data, "trainer.max_epochs=2", f"resume={first}")
+    """N+M batches in one go equal N, then M after a resume: weights, optimiser moments, weight average."""
+    ema = "system.ema_decay=0.9"
+    straight = run(tmp_path, "straight", tiny_data, "trainer.max_epochs=2", ema)
+    first = run(tmp_path, "first", tiny_data, "trainer.max_epochs=1", ema)
+    resumed = run(tmp_path, "resumed", tiny_data, "trainer.max_epochs=2", ema, f"resume={first}")
     a = torch.load(straight / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
     b = torch.load(resumed / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
     assert a.keys() == b.keys()
     for key in a:
         torch.testing.assert_close(a[key], b[key], rtol=1e-5, atol=1e-6, msg=lambda m, k=key: f"{k}: {m}")
     assert int(b["batches_done"]) == 10
+    # The weight average trails the trained weights, and it is what inference loads.
+    from triton_s2r.translator import load_model_weights
+
+    key = "generator_real.decoder.layers.0.weight"
+    assert not torch.allclose(b[f"model_ema.{key}"], b[f"model.{key}"])
+    assert torch.equal(load_model_weights(resumed / "checkpoints" / "last.ckpt")[key], b[f"model_ema.{key}"])
 
 
 def test_renderer_in_the_loop_trains_on_cpu(tiny_data, tmp_path) -> None:

@@ -18,6 +18,7 @@ that drives the schedules is kept on the host.
 
 from __future__ import annotations
 
+import copy
 import random
 from pathlib import Path
 
@@ -81,6 +82,9 @@ class TritonSystem(pl.LightningModule):
         gradient_clip_val: clip the gradient norm of each step (None = off).
         max_nonfinite_steps: consecutive skipped (non-finite) steps before training stops with an error
             (checked every ``NONFINITE_CHECK_EVERY`` batches, so the stop can come up to that many batches later).
+        ema_decay: keep an exponential moving average of the translator's weights (generators and texture)
+            with this decay per batch (warmed up as min(decay, (1 + t) / (10 + t)) at batch t); validation,
+            ``Translator`` and every CLI command then use the average. None = off.
         channels_last: use channels-last memory format for the networks (faster convolutions on GPUs).
         compile: ``torch.compile`` each network (both encoders and decoders, both discriminators) and the
             texture on its own: each compiles once per input shape and is reused wherever the step calls it
@@ -115,6 +119,7 @@ class TritonSystem(pl.LightningModule):
         render_backend: str = "auto",
         gradient_clip_val: float | None = None,
         max_nonfinite_steps: int = 20,
+        ema_decay: float | None = None,
         channels_last: bool = False,
         compile: bool = False,
         preview_every_n_batches: int = 250,
@@ -141,6 +146,8 @@ class TritonSystem(pl.LightningModule):
         if channels_last:
             for net in (model.generator_sim, model.generator_real, discriminator_sim, discriminator_real):
                 net.to(memory_format=torch.channels_last)
+        # The average is a frozen copy of the translator (not optimised, not compiled), saved with the checkpoint.
+        self.model_ema = copy.deepcopy(model).requires_grad_(False) if ema_decay else None
         if compile:
             # Inductor's mix-order-reduction fusion failed an assertion on a backward pass (torch 2.11).
             options = {"triton.mix_order_reduction": False}
@@ -223,6 +230,7 @@ class TritonSystem(pl.LightningModule):
             d.requires_grad_(True)
         loss_g = sum(self.loss_weights[name] * value for name, value in terms.items())
         skipped = self._optimize(opt_g, loss_g) | skipped_d
+        self._update_ema()
         self._count_nonfinite(skipped, terms, loss_d)
         self._batches += 1
         self.batches_done += 1
@@ -248,7 +256,8 @@ class TritonSystem(pl.LightningModule):
         is taken across the frames of the batch (different states of one scene) instead of a video.
         """
         gbuffer = GBuffer(uv=batch["uv"], label=batch["label"])
-        translation, real = to_unit(self.model(gbuffer.uv, gbuffer.label)), to_unit(batch["real"])
+        model = self.model if self.model_ema is None else self.model_ema  # what Translator loads
+        translation, real = to_unit(model(gbuffer.uv, gbuffer.label)), to_unit(batch["real"])
         size = translation.shape[0]
         self.log("val/psnr", metrics.psnr(translation, real), batch_size=size)
         self.log("val/ssim", metrics.ssim(translation, real), batch_size=size)
@@ -276,6 +285,17 @@ class TritonSystem(pl.LightningModule):
             + discriminator_adversarial_loss(self._logits(self.discriminator_sim, out["x_a"].detach()),
                                              self._logits(self.discriminator_sim, out["x_ba"].detach()), gan)
         )
+
+    @torch.no_grad()
+    def _update_ema(self) -> None:
+        """Move the weight average towards the trained weights (one fused kernel; a skipped step moves nothing
+        new, since its weights did not change)."""
+        if self.model_ema is None:
+            return
+        decay = min(self.hparams.ema_decay, (1 + self._batches) / (10 + self._batches))
+        torch._foreach_lerp_(list(self.model_ema.parameters()), list(self.model.parameters()), 1.0 - decay)
+        for average, buffer in zip(self.model_ema.buffers(), self.model.buffers(), strict=True):
+            average.copy_(buffer)
 
     def _optimize(self, optimizer, loss: Tensor) -> Tensor:
         """Backward and optimizer step, skipped on the device when ``loss`` is not finite.

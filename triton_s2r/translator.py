@@ -38,6 +38,7 @@ CONFIG_NAME = "config.yaml"
 CHECKPOINT_DIR = "checkpoints"
 LAST_CHECKPOINT = "last.ckpt"
 MODEL_PREFIX = "model."
+EMA_PREFIX = "model_ema."  # the moving average of the translator's weights, when training kept one
 
 
 class CheckpointError(RuntimeError):
@@ -103,7 +104,11 @@ def find_run_checkpoint(run_dir: Path, checkpoint: str | os.PathLike | None = No
 
 
 def load_model_weights(path: Path) -> dict[str, Tensor]:
-    """The ``model.*`` entries of a Lightning checkpoint's ``state_dict``, prefix removed (on the CPU)."""
+    """The translator's weights in a Lightning checkpoint's ``state_dict``, prefix removed (on the CPU).
+
+    The exponential moving average (``model_ema.*``, written with ``system.ema_decay``) when the checkpoint
+    has one, else the trained weights (``model.*``).
+    """
     try:
         # weights_only: the system stores plain containers as hyperparameters, so nothing is unpickled
         # beyond tensors and builtins (a checkpoint from elsewhere cannot run code).
@@ -114,7 +119,9 @@ def load_model_weights(path: Path) -> dict[str, Tensor]:
             f"triton_s2r checkpoint; pick another one with --checkpoint (e.g. an epochNNNN.ckpt of the run)"
         ) from exc
     state = checkpoint.get("state_dict") if isinstance(checkpoint, dict) else None
-    weights = {k[len(MODEL_PREFIX):]: v for k, v in (state or {}).items() if k.startswith(MODEL_PREFIX)}
+    state = state or {}
+    prefix = EMA_PREFIX if any(k.startswith(EMA_PREFIX) for k in state) else MODEL_PREFIX
+    weights = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
     if not weights:
         raise CheckpointError(f"{path}: holds no '{MODEL_PREFIX}*' weights; is it a `triton-s2r train` checkpoint?")
     return weights
