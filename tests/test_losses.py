@@ -18,6 +18,7 @@ from triton_s2r.losses import (
     texture_reality_target,
     unproject_to_texels,
 )
+from triton_s2r.losses.reconstruction import MS_SSIM_BETAS
 from triton_s2r.models import (
     MultiScaleDiscriminator,
     NeuralTexture,
@@ -156,6 +157,21 @@ def test_ms_ssim_of_identical_images_is_one_and_drops_with_noise(size, channels)
     noise = torch.randn(image.shape, generator=generator)
     slightly, heavily = ms_ssim(image, image + 0.05 * noise, 2.0), ms_ssim(image, image + 0.5 * noise, 2.0)
     assert 0.0 <= heavily < slightly < 1.0
+
+
+@pytest.mark.parametrize(("size", "channels"), [(256, 6), (64, 8), (40, 3)])
+def test_ms_ssim_equals_torchmetrics_ms_ssim(size, channels):
+    """Built level by level from torchmetrics' SSIM, it equals torchmetrics' MS-SSIM with the same weights."""
+    from torchmetrics.functional.image import multiscale_structural_similarity_index_measure
+
+    generator = torch.Generator().manual_seed(size)
+    x = torch.rand(2, channels, size, size, generator=generator) * 2 - 1
+    y = (x + 0.3 * torch.randn(x.shape, generator=generator)).clamp(-1, 1)
+    levels = ms_ssim_levels(size, size)
+    betas = tuple(b / sum(MS_SSIM_BETAS[:levels]) for b in MS_SSIM_BETAS[:levels])
+    expected = multiscale_structural_similarity_index_measure(x, y, sigma=1.5, kernel_size=11, data_range=2.0,
+                                                              betas=betas, normalize="simple")
+    torch.testing.assert_close(ms_ssim(x, y, data_range=2.0), expected, rtol=1e-5, atol=1e-6)
 
 
 def test_ms_ssim_rejects_images_smaller_than_its_window():

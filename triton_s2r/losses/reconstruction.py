@@ -7,7 +7,8 @@ writes L2 - MS-SSIM). Here Ω is one of
 * ``"l1_ms_ssim"`` (reference) / ``"l2_ms_ssim"`` (paper): the above plus ``1 - MS-SSIM(x, y)``.
 
 ``1 - MS-SSIM`` differs from the reference's ``-MS-SSIM`` by a constant, so gradients are the same and
-identical images give 0. The MS-SSIM is torchmetrics' (tested upstream) with a **fixed** ``data_range``
+identical images give 0. The MS-SSIM is torchmetrics' (its SSIM per level; the result equals its MS-SSIM,
+tested) with a **fixed** ``data_range``
 (the reference guessed it from one argument), Gaussian window σ = 1.5 (11 taps), the standard level
 weights, and the reference's ``normalize=True`` mapping s → (s + 1) / 2 per level (torchmetrics'
 ``normalize="simple"``), which keeps the product of powers real and positive. Unlike the reference it
@@ -25,7 +26,8 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor
-from torchmetrics.functional.image import multiscale_structural_similarity_index_measure
+from torch.nn import functional as F
+from torchmetrics.functional.image import structural_similarity_index_measure
 
 CRITERIA = ("l1", "l2", "l1_ms_ssim", "l2_ms_ssim")
 MS_SSIM_BETAS = (0.0448, 0.2856, 0.3001, 0.2363, 0.1333)
@@ -85,18 +87,22 @@ def ms_ssim(x: Tensor, y: Tensor, data_range: float, max_levels: int = len(MS_SS
             "use the 'l1' or 'l2' criterion for smaller inputs"
         )
     total = sum(MS_SSIM_BETAS[:levels])
-    betas = tuple(beta / total for beta in MS_SSIM_BETAS[:levels])
+    # torchmetrics' own MS-SSIM copies its level weights from the host at every call, which makes the GPU
+    # wait; the same product over levels from its SSIM and contrast sensitivity keeps them Python floats.
+    product = x.new_ones(x.shape[0], dtype=torch.float32)
     with torch.autocast(device_type=x.device.type, enabled=False):
-        return multiscale_structural_similarity_index_measure(
-            x.float(),
-            y.float(),
-            sigma=1.5,
-            kernel_size=_KERNEL_SIZE,
-            data_range=data_range,
-            betas=betas,
-            normalize="simple",
-            reduction="elementwise_mean",
-        )
+        x, y = x.float(), y.float()
+        for level in range(levels):
+            if level:
+                x, y = F.avg_pool2d(x, 2), F.avg_pool2d(y, 2)
+            similarity, contrast = structural_similarity_index_measure(
+                x, y, sigma=1.5, kernel_size=_KERNEL_SIZE, data_range=data_range, reduction="none",
+                return_contrast_sensitivity=True,
+            )
+            # contrast sensitivity at the finer levels, the full SSIM at the coarsest; (s + 1) / 2 per level
+            value = similarity if level == levels - 1 else contrast
+            product = product * ((value + 1) / 2) ** (MS_SSIM_BETAS[level] / total)
+    return product.mean()
 
 
 def reconstruction_loss(
