@@ -126,6 +126,14 @@ def test_ssim_with_full_mask_equals_unmasked_torchmetrics_value():
     assert ssim(pred, target, mask=full).item() == pytest.approx(expected.item(), abs=1e-6)
 
 
+def test_ssim_is_float32_under_bf16_autocast():
+    """Validation runs inside the trainer's bf16 autocast; SSIM must not filter in bf16 there."""
+    pred, target = random_images(size=32, seed=4), random_images(size=32, seed=5)
+    expected = ssim(pred, target)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert ssim(pred, target).item() == pytest.approx(expected.item(), abs=1e-6)
+
+
 def test_empty_masks_and_bad_shapes_raise():
     images = random_images()
     mask = torch.ones(2, 24, 24, dtype=torch.bool)

@@ -104,7 +104,8 @@ def ssim(pred: Tensor, target: Tensor, mask: Tensor | None = None, reduction: st
         reduction: ``"mean"`` over the batch or ``"none"`` for per-image values.
 
     Returns:
-        float32 in [-1, 1], 1 for identical images: 0-dim for ``"mean"``, (B,) for ``"none"``.
+        float32 in [-1, 1], 1 for identical images: 0-dim for ``"mean"``, (B,) for ``"none"``; computed in
+        float32 also under autocast.
 
     Raises:
         ValueError: shapes differ, some image has an empty mask, or an unknown reduction.
@@ -114,10 +115,13 @@ def ssim(pred: Tensor, target: Tensor, mask: Tensor | None = None, reduction: st
     if mask is not None:
         keep = mask.unsqueeze(1).to(pred.dtype)
         pred, target = pred * keep, target * keep
-    _, ssim_map = structural_similarity_index_measure(
-        pred, target, gaussian_kernel=True, sigma=1.5, kernel_size=11, data_range=1.0, reduction="none",
-        return_full_image=True,
-    )
+    # float32 even inside a bf16 autocast region (validation during mixed-precision training): SSIM's
+    # variances cancel catastrophically when its Gaussian filtering runs in bf16.
+    with torch.autocast(device_type=pred.device.type, enabled=False):
+        _, ssim_map = structural_similarity_index_measure(
+            pred, target, gaussian_kernel=True, sigma=1.5, kernel_size=11, data_range=1.0, reduction="none",
+            return_full_image=True,
+        )
     if ssim_map.shape != pred.shape:  # guards against a torchmetrics release that crops the map
         raise RuntimeError(f"torchmetrics returned an SSIM map of shape {tuple(ssim_map.shape)}, "
                            f"expected {tuple(pred.shape)}")
