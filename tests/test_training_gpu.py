@@ -39,7 +39,7 @@ def test_bf16_training_on_gpu(data: str, tmp_path, sim_source: str) -> None:
 
 
 def test_compiled_step_trains_on_gpu(data: str, tmp_path) -> None:
-    """system.compile=true compiles forward, discriminator loss and generator terms; the run still trains."""
+    """system.compile=true compiles each network and the texture on its own; the run still trains."""
     run_dir = tmp_path / "compiled"
     assert main(["train", "experiment=tiny", "trainer=gpu", "render=nvdiffrast", "logger=csv",
                  "trainer.enable_progress_bar=false", f"data.root={data}", "data.build_preset=null",
