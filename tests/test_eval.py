@@ -19,6 +19,10 @@ def test_eval_writes_every_metric(run_dir, data_root, tmp_path, capsys) -> None:
                 "warp_error", "warp_error_real"):
         assert isinstance(result[key], float) and math.isfinite(result[key]), key
     assert 0 < result["psnr"] <= 100 and -1 <= result["ssim"] <= 1
+    # Every label of the tiny scene and the void around it are on screen in some test frame.
+    by_label = result["psnr_by_label"]
+    assert list(by_label)[:2] == ["void", "table"] and len(by_label) == 10
+    assert all(isinstance(v, float) and 0 < v <= 100 for v in by_label.values()), by_label
     assert result["n_frames"] == 8 and result["n_sequences"] == 1 and result["n_sequence_frames"] == 8
     assert result["fid"] is None and "weights" in result["absent"]["lpips"]
     assert result["dataset"] == str(data_root.resolve()) and result["checkpoint"] == "last"

@@ -1,7 +1,8 @@
 """``triton-s2r eval``: fidelity and flicker of a trained run on a benchmark dataset, with no downloaded weights.
 
 Fidelity on the paired split (translation vs the path-traced real frame of the same state): PSNR and SSIM,
-over whole frames and over objects and robot only (no table, no void: the paper's "masked" columns).
+over whole frames and over objects and robot only (no table, no void: the paper's "masked" columns), and
+PSNR per label (``psnr_by_label``, void included: where fidelity is won or lost).
 Consistency on every video sequence: surface consistency (per-texel colour spread across the frames that
 see the texel, in UV space) and warp error (colour change between consecutive frames at pixels that see
 the same surface point, from the exact label and UV correspondence), each also for the real frames: reality's
@@ -43,6 +44,16 @@ def _translate(translator: Translator, dataset: BenchmarkDataset, split: str, ba
         gbuffers.append(gbuffer)
         reals.append(torch.stack([photos[i] for i in idx]))
     return torch.cat(translations), GBuffer.cat(gbuffers), torch.cat(reals)
+
+
+def _psnr_by_label(translation: Tensor, real: Tensor, label: Tensor, names: list[str]) -> dict[str, float | None]:
+    """PSNR over each label's pixels (id 0: void), averaged over the frames that show it; None if none does."""
+    result: dict[str, float | None] = {}
+    for i, name in enumerate(names):
+        mask = label == i
+        shown = mask.flatten(1).any(1)
+        result[name] = float(metrics.psnr(translation[shown], real[shown], mask=mask[shown])) if shown.any() else None
+    return result
 
 
 def evaluate(
@@ -89,6 +100,7 @@ def evaluate(
         "ssim": float(metrics.ssim(translation, real)),
         "psnr_masked": float(metrics.psnr(translation[keep], real[keep], mask=objects[keep])),
         "ssim_masked": float(metrics.ssim(translation[keep], real[keep], mask=objects[keep])),
+        "psnr_by_label": _psnr_by_label(translation, real, gbuffer.label, ["void", *dataset.labels.names]),
         "n_frames": int(translation.shape[0]),
     }
 
