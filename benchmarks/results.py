@@ -89,6 +89,11 @@ def main() -> None:
     for method, result, seconds, batches in rows:
         values = " | ".join(f"{result[k]:.4f}" for k in COLUMNS)
         lines.append(f"| {method} | {values} | {seconds:.0f} | {batches} |")
+    names = list(rows[0][1]["psnr_by_label"])
+    by_label = ["| method | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 1)]
+    for method, result, _, _ in rows:
+        values = (result["psnr_by_label"][n] for n in names)
+        by_label.append(f"| {method} | " + " | ".join("n/a" if v is None else f"{v:.2f}" for v in values) + " |")
     real = rows[0][1]
     text = (
         f"# Results\n\n- card: {machine()}\n- command: `python -m benchmarks.results "
@@ -97,6 +102,7 @@ def main() -> None:
         "PSNR and SSIM: higher is better (translation vs the paired path-traced frame); `_masked`: objects and "
         "robot only. Surface consistency and warp error: lower is better; the real frames' own levels are "
         f"{real['surface_consistency_real']:.4f} and {real['warp_error_real']:.4f}.\n\n" + "\n".join(lines) + "\n"
+        "\nPSNR per label (dB, `psnr_by_label`):\n\n" + "\n".join(by_label) + "\n"
     )
     args.out.write_text(text)
     print(text)
