@@ -29,6 +29,8 @@ from hydra import compose, initialize_config_module
 from benchmarks.report import machine, write_section
 from triton_s2r.train import build
 
+PROFILED_STEPS = 5
+
 
 class StepTimer(pl.Callback):
     """Throughput of the training batches after ``warmup``: one synchronisation before the first timed batch
@@ -43,7 +45,7 @@ class StepTimer(pl.Callback):
             from torch.profiler import profile as torch_profile
 
             self.profiler = torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                                          schedule=schedule(wait=warmup, warmup=1, active=5))
+                                          schedule=schedule(wait=warmup, warmup=1, active=PROFILED_STEPS))
             self.profiler.start()
 
     def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
@@ -67,10 +69,18 @@ class StepTimer(pl.Callback):
         self.peak_bytes = torch.cuda.max_memory_allocated()  # of the timed steps only
 
     def report(self) -> str:
+        """Tables of the profiled steps, then GPU kernel time and host time per step (which one bounds it)."""
         self.profiler.stop()
         averages = self.profiler.key_averages()
+        steps = PROFILED_STEPS
+        # kernels only: an operator's own device time repeats that of the kernels it launched
+        device_us = sum(e.self_device_time_total for e in averages
+                        if e.device_type.name == "CUDA" and not e.is_user_annotation)
+        host_us = sum(e.self_cpu_time_total for e in averages)
         return (averages.table(sort_by="cuda_time_total", row_limit=25)
-                + averages.table(sort_by="self_cpu_time_total", row_limit=15))
+                + averages.table(sort_by="self_cpu_time_total", row_limit=25)
+                + f"\nper profiled step: GPU kernel time {device_us / steps / 1e3:.1f} ms, "
+                  f"host time in operators {host_us / steps / 1e3:.1f} ms\n")
 
 
 def step_flops(system, datamodule) -> float:

@@ -239,6 +239,21 @@ def test_texture_reality_targets_and_void_exclusion():
         texture_reality_target(projection, x_a, "hint")
 
 
+@pytest.mark.parametrize(("trains", "translation_learns", "texture_learns"),
+                         [("both", True, True), ("texture", False, True), ("translator", True, False)])
+def test_texture_reality_trains_the_chosen_side(trains: str, translation_learns: bool, texture_learns: bool):
+    _, label = make_gbuffer(batch=2)
+    translation = torch.rand(2, 3, 32, 32, requires_grad=True)
+    projection = torch.rand(2, 3, 32, 32, requires_grad=True)
+    loss = texture_reality_loss(translation, projection, label, trains=trains)
+    torch.testing.assert_close(loss, texture_reality_loss(translation, projection, label))  # same value
+    loss.backward()
+    assert (translation.grad is not None and translation.grad.abs().sum() > 0) == translation_learns
+    assert (projection.grad is not None and projection.grad.abs().sum() > 0) == texture_learns
+    with pytest.raises(ValueError, match="trains"):
+        texture_reality_loss(translation, projection, label, trains="neither")
+
+
 def test_losses_are_finite_on_random_inputs():
     generator = torch.Generator().manual_seed(5)
     uv, label = make_gbuffer(batch=3)

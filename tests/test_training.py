@@ -47,6 +47,14 @@ def test_every_experiment_composes_and_builds(experiment: str) -> None:
         assert type(model.texture).__name__ == "RasterTexture"
 
 
+def test_unknown_compile_mode_is_refused() -> None:
+    cfg = composed(["experiment=tiny", "system.compile_mode=fastest"])
+    with pytest.raises(Exception, match="compile_mode must be one of"):
+        instantiate(cfg.system, **OmegaConf.to_container(cfg.loss), model=instantiate(cfg.model.translator),
+                    discriminator_sim=instantiate(cfg.model.discriminator_sim),
+                    discriminator_real=instantiate(cfg.model.discriminator_real))
+
+
 @pytest.mark.parametrize("group", ["trainer=cpu", "trainer=gpu", "trainer=ddp", "logger=csv", "logger=wandb",
                                    "logger=none", "render=nvdiffrast", "data=folders",
                                    "model/texture@model.translator.texture=raster"])

@@ -38,12 +38,14 @@ def test_bf16_training_on_gpu(data: str, tmp_path, sim_source: str) -> None:
     assert all(torch.isfinite(v).all() for v in ckpt["state_dict"].values() if v.is_floating_point())
 
 
-def test_compiled_step_trains_on_gpu(data: str, tmp_path) -> None:
-    """system.compile=true compiles each network and the texture on its own; the run still trains."""
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+def test_compiled_step_trains_on_gpu(data: str, tmp_path, mode: str) -> None:
+    """system.compile=true compiles each network, the texture and the losses on their own (with CUDA graphs
+    in "reduce-overhead" mode); the run still trains."""
     run_dir = tmp_path / "compiled"
     assert main(["train", "experiment=tiny", "trainer=gpu", "render=nvdiffrast", "logger=csv",
                  "trainer.enable_progress_bar=false", f"data.root={data}", "data.build_preset=null",
-                 "data.sim_source=render", "system.compile=true", "system.crop_size=64",
+                 "data.sim_source=render", "system.compile=true", f"system.compile_mode={mode}", "system.crop_size=64",
                  "system.resolution_schedule=[[0,64]]", "trainer.max_epochs=1", f"hydra.run.dir={run_dir}"]) == 0
     lines = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()
     header, rows = lines[0].split(","), [dict(zip(lines[0].split(","), r.split(","), strict=True)) for r in lines[1:]]

@@ -45,6 +45,7 @@ from triton_s2r.render.scene import FrameState
 LOSS_TERMS = ("adversarial", "reconstruction", "content", "cycle", "surface_consistency", "texture_reality")
 #: Batches between reads of the non-finite step counters (each read waits for the GPU).
 NONFINITE_CHECK_EVERY = 10
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
 class NonFiniteLossError(RuntimeError):
@@ -66,6 +67,8 @@ class TritonSystem(pl.LightningModule):
         surface_grid_size: ℓUC texels per side per label. Reference: 128.
         surface_color_normalization_eps: ℓUC colour normalisation (reference code 0.1; None = off, paper).
         texture_reality_target: ``"projection"`` (paper: π) or ``"sim_input"`` (reference code: x_a[:3]).
+        texture_reality_trains: which side ℓTR trains: ``"both"`` (paper), ``"texture"`` (the translation is
+            detached) or ``"translator"`` (the target is detached).
         lr: learning rate of generators and discriminators. Reference: 1e-4.
         texture_lr_factor: texture learning rate = lr x this. Reference: 10.
         betas: Adam betas. Reference: (0.5, 0.999).
@@ -86,9 +89,12 @@ class TritonSystem(pl.LightningModule):
             with this decay per batch (warmed up as min(decay, (1 + t) / (10 + t)) at batch t); validation,
             ``Translator`` and every CLI command then use the average. None = off.
         channels_last: use channels-last memory format for the networks (faster convolutions on GPUs).
-        compile: ``torch.compile`` each network (both encoders and decoders, both discriminators) and the
-            texture on its own: each compiles once per input shape and is reused wherever the step calls it
-            (one graph of the whole step took over 8 minutes to compile on an H100).
+        compile: ``torch.compile`` each network (both encoders and decoders, both discriminators), the
+            texture and the reconstruction and texture-reality losses on their own: each compiles once per
+            input shape and is reused wherever the step calls it (one graph of the whole step took over 8
+            minutes to compile on an H100).
+        compile_mode: ``torch.compile`` mode when ``compile``: ``"default"``, ``"reduce-overhead"`` (CUDA
+            graphs: each network's kernels replayed as one launch) or ``"max-autotune"``.
         preview_every_n_batches: write an image grid (and log it to W&B if used) every this many batches.
     """
 
@@ -106,6 +112,7 @@ class TritonSystem(pl.LightningModule):
         surface_grid_size: int = 128,
         surface_color_normalization_eps: float | None = None,
         texture_reality_target: str = "projection",
+        texture_reality_trains: str = "both",
         lr: float = 1e-4,
         texture_lr_factor: float = 10.0,
         betas: tuple[float, float] = (0.5, 0.999),
@@ -122,6 +129,7 @@ class TritonSystem(pl.LightningModule):
         ema_decay: float | None = None,
         channels_last: bool = False,
         compile: bool = False,
+        compile_mode: str = "default",
         preview_every_n_batches: int = 250,
     ) -> None:
         super().__init__()
@@ -148,12 +156,20 @@ class TritonSystem(pl.LightningModule):
                 net.to(memory_format=torch.channels_last)
         # The average is a frozen copy of the translator (not optimised, not compiled), saved with the checkpoint.
         self.model_ema = copy.deepcopy(model).requires_grad_(False) if ema_decay else None
+        self._reconstruction_loss, self._texture_reality_loss = reconstruction_loss, texture_reality_loss
+        self._cuda_graphs = compile and compile_mode in ("reduce-overhead", "max-autotune")
+        if compile_mode not in COMPILE_MODES:
+            raise ValueError(f"system.compile_mode must be one of {COMPILE_MODES}, got {compile_mode!r}")
         if compile:
             # Inductor's mix-order-reduction fusion failed an assertion on a backward pass (torch 2.11).
-            options = {"triton.mix_order_reduction": False}
+            # torch.compile takes a mode or options, not both: the mode's options plus ours.
+            options = {**torch._inductor.list_mode_options(compile_mode), "triton.mix_order_reduction": False}
             for net in (model.generator_sim.encoder, model.generator_sim.decoder, model.generator_real.encoder,
                         model.generator_real.decoder, discriminator_sim, discriminator_real, model.texture):
                 net.compile(dynamic=False, options=options)  # in place: parameter names and checkpoints stay the same
+            # MS-SSIM is dozens of small kernels per level; compiled, each call site's shapes get fused kernels.
+            self._reconstruction_loss = torch.compile(reconstruction_loss, dynamic=False, options=options)
+            self._texture_reality_loss = torch.compile(texture_reality_loss, dynamic=False, options=options)
 
     # ------------------------------------------------------------------------------------ setup
 
@@ -219,6 +235,8 @@ class TritonSystem(pl.LightningModule):
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
         opt_g, opt_d = self.optimizers()
+        if self._cuda_graphs:
+            torch.compiler.cudagraph_mark_step_begin()  # the last step's graph outputs may now be overwritten
         out = self._forward(*self._inputs(batch))
         loss_d = self._discriminator_loss(out)
         skipped_d = self._optimize(opt_d, loss_d)
@@ -320,7 +338,7 @@ class TritonSystem(pl.LightningModule):
 
         def omega(prediction: Tensor, target: Tensor, data_range: float, criterion: str = h.criterion) -> Tensor:
             with torch.autocast(self.device.type, enabled=False):  # MS-SSIM's filters in fp32
-                return reconstruction_loss(prediction.float(), target.float(), criterion, data_range)
+                return self._reconstruction_loss(prediction.float(), target.float(), criterion, data_range)
 
         terms: dict[str, Tensor] = {}
         if w["adversarial"]:
@@ -347,8 +365,8 @@ class TritonSystem(pl.LightningModule):
             if w["texture_reality"]:
                 target = texture_reality_target(out["projection"].float(), x_a.float(), h.texture_reality_target)
                 data_range = 2.0 if h.texture_reality_target == "projection" else sim_range
-                terms["texture_reality"] = texture_reality_loss(x_ab.float(), target, out["label"], h.criterion,
-                                                                data_range)
+                terms["texture_reality"] = self._texture_reality_loss(
+                    x_ab.float(), target, out["label"], h.criterion, data_range, h.texture_reality_trains)
         return terms
 
     def _logits(self, discriminator: MultiScaleDiscriminator, image: Tensor) -> list[Tensor]:

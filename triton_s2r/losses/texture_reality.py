@@ -4,8 +4,10 @@ The paper asks the translation p̂ = x_ab to resemble the texture projection π 
 each neural texture learns the real object's colours. The reference code instead compared x_ab with
 channels 0-2 of x_a, i.e. ``hint·m_h + π·m_t``; the two agree only for m_h = 0, m_t = 1.
 ``texture_reality_target`` picks either target ("projection" is the default, the paper's intent);
-``texture_reality_loss`` compares on non-void pixels only. The target is not detached: ℓTR trains the
-texture towards the translation as much as the translator towards the texture.
+``texture_reality_loss`` compares on non-void pixels only. By default (``trains="both"``, paper and
+reference) ℓTR trains the texture towards the translation as much as the translator towards the texture;
+``trains="texture"`` detaches the translation, so the texture learns the translation's colours while the
+translator is left to the adversarial and consistency terms (docs/results.md measures both).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from torch import Tensor
 from triton_s2r.losses.reconstruction import reconstruction_loss
 
 TARGETS = ("projection", "sim_input")
+TRAINS = ("both", "texture", "translator")
 
 
 def texture_reality_target(projection: Tensor, sim_input: Tensor, target: str = "projection") -> Tensor:
@@ -41,6 +44,7 @@ def texture_reality_loss(
     label: Tensor,
     criterion: str = "l1_ms_ssim",
     data_range: float = 2.0,
+    trains: str = "both",
 ) -> Tensor:
     """ℓTR = Ω(translation, target) over non-void pixels.
 
@@ -51,8 +55,16 @@ def texture_reality_loss(
         criterion: Ω, one of ``reconstruction.CRITERIA``; reference "l1_ms_ssim".
         data_range: MS-SSIM data range: 2 for the "projection" target; use 2·(m_h + m_t) with
             the "sim_input" target to match its range.
+        trains: which side the gradient reaches: "both" (paper), "texture" (translation detached) or
+            "translator" (target detached). The value is the same for all three.
 
     Returns:
         Scalar float32 ≥ 0, unweighted; 0 when the translation equals the target on every non-void pixel.
     """
+    if trains not in TRAINS:
+        raise ValueError(f"trains must be one of {TRAINS}, got {trains!r}")
+    if trains == "texture":
+        translation = translation.detach()
+    elif trains == "translator":
+        target = target.detach()
     return reconstruction_loss(translation, target, criterion, data_range, mask=label > 0)
