@@ -6,6 +6,7 @@ Usage::
     python -m benchmarks.results --data DIR --budget-seconds 90 --methods triton no_texture --out /tmp/r.md
     python -m benchmarks.results --data DIR --methods triton \
         --variant triton_tr0 loss.loss_weights.texture_reality=0      # extra rows: a method plus overrides
+    python -m benchmarks.results --data DIR --budget-seconds 390 --methods triton no_texture --concurrent
 
 Each method is ``triton-s2r train`` with the base recipe below plus the method's experiment (``triton``: the
 defaults, i.e. full TRITON), stopped by Lightning's ``max_time``; then ``triton-s2r eval`` on the same
@@ -52,6 +53,21 @@ def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool, pai
     ]
 
 
+def train_concurrently(commands: dict[str, list[str]]) -> dict[str, float]:
+    """Start every training command at once; wall seconds of each, from the common start to its own end."""
+    start = time.perf_counter()
+    processes = {method: subprocess.Popen(command) for method, command in commands.items()}
+    seconds = {}
+    while len(seconds) < len(processes):
+        for method, process in processes.items():
+            if method not in seconds and process.poll() is not None:
+                if process.returncode:
+                    raise subprocess.CalledProcessError(process.returncode, commands[method])
+                seconds[method] = time.perf_counter() - start
+        time.sleep(1.0)
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="benchmark dataset with a paired test split and sequences")
@@ -60,20 +76,27 @@ def main() -> None:
     parser.add_argument("--runs", type=Path, default=Path("outputs/results"), help="where the runs go")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "docs" / "results.md")
     parser.add_argument("--cpu", action="store_true", help="train on the CPU (frames instead of rendering)")
+    parser.add_argument("--concurrent", action="store_true",
+                        help="train all methods at once on the one GPU (each gets a share of it for the same time)")
     parser.add_argument("--variant", nargs="+", action="append", default=[], metavar=("NAME", "OVERRIDE"),
                         help="an extra row: NAME, then Hydra overrides added to full TRITON's (repeatable)")
     args = parser.parse_args()
 
     runs = [(method, METHODS[method]) for method in args.methods] + [(v[0], v[1:]) for v in args.variant]
+    commands = {method: [sys.executable, "-m", "triton_s2r.train",
+                         *base_overrides(args.data, args.budget_seconds, args.runs / method, not args.cpu,
+                                         method == "oracle"), *overrides]
+                for method, overrides in runs}
+    if args.concurrent:
+        train_seconds = train_concurrently(commands)
     rows = []
-    for method, overrides in runs:
+    for method in commands:
         run_dir = args.runs / method
-        paired = method == "oracle"
-        command = [sys.executable, "-m", "triton_s2r.train",
-                   *base_overrides(args.data, args.budget_seconds, run_dir, not args.cpu, paired), *overrides]
-        start = time.perf_counter()
-        subprocess.run(command, check=True)
-        seconds = time.perf_counter() - start
+        if not args.concurrent:
+            start = time.perf_counter()
+            subprocess.run(commands[method], check=True)
+            train_seconds = {method: time.perf_counter() - start}
+        seconds = train_seconds[method]
         metrics_path = run_dir / "metrics.json"
         subprocess.run([sys.executable, "-m", "triton_s2r.cli", "eval", str(run_dir), args.data, "--out",
                         str(metrics_path)], check=True)

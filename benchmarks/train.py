@@ -103,7 +103,8 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
         "experiment=paper", f"data.root={data}", "data.build_preset=null", f"data.batch_size={batch}",
         f"data.steps_per_epoch={(steps + warmup) * devices}", "data.num_workers=4", f"trainer.precision={precision}",
         "system.resolution_schedule=[[0,256]]", "system.preview_every_n_batches=100000", "data.val_frames=0",
-        f"system.compile={str(compile_).lower()}", "logger=none", "hydra.run.dir=/tmp/bench_train", *extra,
+        f"system.compile={str(compile_).lower()}", "system.compile_mode=default", "logger=none",
+        "hydra.run.dir=/tmp/bench_train", *extra,
     ]
     with initialize_config_module("triton_s2r.conf", version_base="1.3"):
         cfg = compose("train", overrides=overrides)

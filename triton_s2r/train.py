@@ -4,7 +4,7 @@ Examples::
 
     triton-s2r train experiment=tiny data.root=outputs/data/tiny hydra.run.dir=outputs/runs/tiny
     triton-s2r train experiment=demo                                 # the main job's CPU training
-    triton-s2r train experiment=paper trainer=ddp trainer.devices=4  # several GPUs
+    triton-s2r train experiment=paper trainer=ddp trainer.devices=4 system.compile=false  # several GPUs
     triton-s2r train experiment=tiny resume=outputs/runs/tiny trainer.max_epochs=4
 
 The configs ship inside the package (``triton_s2r/conf``). The run directory receives ``config.yaml``
