@@ -53,6 +53,16 @@ def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool, pai
     ]
 
 
+def train_in_turn(commands: dict[str, list[str]]) -> dict[str, float]:
+    """Run the training commands one after the other; wall seconds of each."""
+    seconds = {}
+    for method, command in commands.items():
+        start = time.perf_counter()
+        subprocess.run(command, check=True)
+        seconds[method] = time.perf_counter() - start
+    return seconds
+
+
 def train_concurrently(commands: dict[str, list[str]]) -> dict[str, float]:
     """Start every training command at once; wall seconds of each, from the common start to its own end."""
     start = time.perf_counter()
@@ -65,7 +75,7 @@ def train_concurrently(commands: dict[str, list[str]]) -> dict[str, float]:
                     raise subprocess.CalledProcessError(process.returncode, commands[method])
                 seconds[method] = time.perf_counter() - start
         time.sleep(1.0)
-    return seconds
+    return {method: seconds[method] for method in commands}  # in the order given
 
 
 def main() -> None:
@@ -87,16 +97,10 @@ def main() -> None:
                          *base_overrides(args.data, args.budget_seconds, args.runs / method, not args.cpu,
                                          method == "oracle"), *overrides]
                 for method, overrides in runs}
-    if args.concurrent:
-        train_seconds = train_concurrently(commands)
+    train_seconds = (train_concurrently if args.concurrent else train_in_turn)(commands)
     rows = []
-    for method in commands:
+    for method, seconds in train_seconds.items():
         run_dir = args.runs / method
-        if not args.concurrent:
-            start = time.perf_counter()
-            subprocess.run(commands[method], check=True)
-            train_seconds = {method: time.perf_counter() - start}
-        seconds = train_seconds[method]
         metrics_path = run_dir / "metrics.json"
         subprocess.run([sys.executable, "-m", "triton_s2r.cli", "eval", str(run_dir), args.data, "--out",
                         str(metrics_path)], check=True)

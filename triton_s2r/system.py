@@ -156,14 +156,15 @@ class TritonSystem(pl.LightningModule):
                 net.to(memory_format=torch.channels_last)
         # The average is a frozen copy of the translator (not optimised, not compiled), saved with the checkpoint.
         self.model_ema = copy.deepcopy(model).requires_grad_(False) if ema_decay else None
-        self._reconstruction_loss, self._texture_reality_loss = reconstruction_loss, texture_reality_loss
-        self._cuda_graphs = compile and compile_mode in ("reduce-overhead", "max-autotune")
         if compile_mode not in COMPILE_MODES:
             raise ValueError(f"system.compile_mode must be one of {COMPILE_MODES}, got {compile_mode!r}")
+        self._reconstruction_loss, self._texture_reality_loss = reconstruction_loss, texture_reality_loss
+        self._cuda_graphs = False
         if compile:
             # Inductor's mix-order-reduction fusion failed an assertion on a backward pass (torch 2.11).
             # torch.compile takes a mode or options, not both: the mode's options plus ours.
             options = {**torch._inductor.list_mode_options(compile_mode), "triton.mix_order_reduction": False}
+            self._cuda_graphs = options.get("triton.cudagraphs", False)
             for net in (model.generator_sim.encoder, model.generator_sim.decoder, model.generator_real.encoder,
                         model.generator_real.decoder, discriminator_sim, discriminator_real, model.texture):
                 net.compile(dynamic=False, options=options)  # in place: parameter names and checkpoints stay the same
