@@ -74,15 +74,14 @@ class StepTimer(pl.Callback):
         """Tables of the profiled steps, then GPU kernel time and host time per step (which one bounds it)."""
         self.profiler.stop()
         averages = self.profiler.key_averages()
-        steps = PROFILED_STEPS
         # kernels only: an operator's own device time repeats that of the kernels it launched
         device_us = sum(e.self_device_time_total for e in averages
                         if e.device_type.name == "CUDA" and not e.is_user_annotation)
         host_us = sum(e.self_cpu_time_total for e in averages)
         return (averages.table(sort_by="cuda_time_total", row_limit=25)
                 + averages.table(sort_by="self_cpu_time_total", row_limit=25)
-                + f"\nper profiled step: GPU kernel time {device_us / steps / 1e3:.1f} ms, "
-                  f"host time in operators {host_us / steps / 1e3:.1f} ms\n")
+                + f"\nper profiled step: GPU kernel time {device_us / PROFILED_STEPS / 1e3:.1f} ms, "
+                  f"host time in operators {host_us / PROFILED_STEPS / 1e3:.1f} ms\n")
 
 
 def step_flops(system, datamodule) -> float:

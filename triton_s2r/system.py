@@ -93,8 +93,9 @@ class TritonSystem(pl.LightningModule):
             texture and the reconstruction and texture-reality losses on their own: each compiles once per
             input shape and is reused wherever the step calls it (one graph of the whole step took over 8
             minutes to compile on an H100).
-        compile_mode: ``torch.compile`` mode when ``compile``: ``"default"``, ``"reduce-overhead"`` (CUDA
-            graphs: each network's kernels replayed as one launch) or ``"max-autotune"``.
+        compile_mode: ``torch.compile`` mode when ``compile``, one of ``COMPILE_MODES``: ``"default"``,
+            ``"reduce-overhead"`` (CUDA graphs: each compiled piece's kernels replayed as one launch),
+            ``"max-autotune"`` (with CUDA graphs) or ``"max-autotune-no-cudagraphs"``.
         preview_every_n_batches: write an image grid (and log it to W&B if used) every this many batches.
     """
 
