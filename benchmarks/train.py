@@ -17,10 +17,12 @@ DATASET_DIR is any benchmark folder (states + baked assets + train_real photos),
 from __future__ import annotations
 
 import argparse
+import collections
 import itertools
 import os
 import time
 import traceback
+import warnings
 
 import pytorch_lightning as pl
 import torch
@@ -70,18 +72,66 @@ class StepTimer(pl.Callback):
         # up and held since) count
         self.peak_bytes = torch.cuda.max_memory_reserved()
 
-    def report(self) -> str:
-        """Tables of the profiled steps, then GPU kernel time and host time per step (which one bounds it)."""
+    def report(self, trace: str | None = None) -> str:
+        """Tables of the profiled steps, then per step: GPU kernel time, the time the GPU was busy at all, and
+        the wall time of the profiled window (busy well below wall: the host or synchronisations bound the step).
+
+        Args:
+            trace: also write the Chrome trace here (``.json.gz`` compresses it).
+        """
         self.profiler.stop()
+        if trace:
+            self.profiler.export_chrome_trace(trace)
         averages = self.profiler.key_averages()
         # kernels only: an operator's own device time repeats that of the kernels it launched
         device_us = sum(e.self_device_time_total for e in averages
                         if e.device_type.name == "CUDA" and not e.is_user_annotation)
         host_us = sum(e.self_cpu_time_total for e in averages)
+        kernels = sorted((e.time_range.start, e.time_range.end) for e in self.profiler.events()
+                         if e.device_type.name == "CUDA" and not e.is_user_annotation)
+        busy_us, end = 0.0, float("-inf")
+        for start, stop in kernels:  # length of the union of the kernels' intervals
+            busy_us += max(0.0, stop - max(start, end))
+            end = max(end, stop)
+        wall_us = kernels[-1][1] - kernels[0][0] if kernels else 0.0
+        per_step = [x / PROFILED_STEPS / 1e3 for x in (device_us, busy_us, wall_us, host_us)]
         return (averages.table(sort_by="cuda_time_total", row_limit=25)
                 + averages.table(sort_by="self_cpu_time_total", row_limit=25)
-                + f"\nper profiled step: GPU kernel time {device_us / PROFILED_STEPS / 1e3:.1f} ms, "
-                  f"host time in operators {host_us / PROFILED_STEPS / 1e3:.1f} ms\n")
+                + "\nper profiled step: GPU kernel time {:.1f} ms, GPU busy {:.1f} ms of {:.1f} ms from the first "
+                  "kernel to the last, host time in operators {:.1f} ms\n".format(*per_step))
+
+
+class SyncFinder(pl.Callback):
+    """Python stacks of the calls that make the host wait for the GPU (``torch.cuda.set_sync_debug_mode``),
+    counted over ``steps`` batches after ``warmup``: each such wait keeps the host from queueing work ahead."""
+
+    def __init__(self, warmup: int, steps: int = 3) -> None:
+        self.warmup, self.steps, self.stacks, self._show = warmup, steps, collections.Counter(), None
+
+    def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
+        if batch_idx == self.warmup:
+            warnings.simplefilter("always")
+            self._show, warnings.showwarning = warnings.showwarning, self._record
+            torch.cuda.set_sync_debug_mode("warn")
+        elif batch_idx == self.warmup + self.steps:
+            self._stop()
+
+    def on_train_epoch_end(self, trainer, module) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        if self._show is not None:
+            torch.cuda.set_sync_debug_mode("default")
+            warnings.showwarning, self._show = self._show, None
+
+    def _record(self, message, *args, **kwargs) -> None:
+        if "synchronizing" not in str(message):
+            self._show(message, *args, **kwargs)
+            return
+        self.stacks["".join(traceback.format_stack(limit=7)[:-2])] += 1
+
+    def report(self) -> str:
+        return "".join(f"\n{count / self.steps:.1f} per step:\n{stack}" for stack, count in self.stacks.most_common())
 
 
 def step_flops(system, datamodule) -> float:
@@ -98,8 +148,9 @@ def step_flops(system, datamodule) -> float:
 
 
 def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: int, warmup: int,
-                profile: bool = False, extra: tuple[str, ...] = (), devices: int = 1) -> dict:
-    """Time one configuration; ``extra``: Hydra overrides added last."""
+                profile: bool = False, extra: tuple[str, ...] = (), devices: int = 1, trace: str | None = None) -> dict:
+    """Time one configuration; ``extra``: Hydra overrides added last; ``profile``: print where its time goes
+    (and write the Chrome trace to ``trace``)."""
     overrides = [
         "experiment=paper", f"data.root={data}", "data.build_preset=null", f"data.batch_size={batch}",
         f"data.steps_per_epoch={(steps + warmup) * devices}", "data.num_workers=4", f"trainer.precision={precision}",
@@ -111,13 +162,16 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
         cfg = compose("train", overrides=overrides)
     datamodule, system = build(cfg)
     timer = StepTimer(warmup, profile)
+    syncs = SyncFinder(warmup + 1 + PROFILED_STEPS) if profile else None  # after the profiled steps
     strategy = "ddp_find_unused_parameters_true" if devices > 1 else "auto"
     trainer = pl.Trainer(accelerator="gpu", devices=devices, strategy=strategy, precision=precision, max_epochs=1,
-                         logger=False, enable_checkpointing=False, enable_progress_bar=False, callbacks=[timer],
+                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                         callbacks=[timer] + ([syncs] if syncs else []),
                          default_root_dir="/tmp/bench_train")
     trainer.fit(system, datamodule=datamodule)
     if profile:
-        print(timer.report())
+        print(timer.report(trace))
+        print("host waits for the GPU (synchronising calls):", syncs.report() or " none")
     step = timer.seconds / timer.steps
     flops = step_flops(system.cuda(), datamodule) if not compile_ and devices == 1 else float("nan")
     return {"its": 1 / step, "ms": step * 1e3, "peak_gib": timer.peak_bytes / 2**30,
@@ -135,7 +189,10 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--peak-tflops", type=float, default=989.0, help="card's dense bf16 rate (H100 SXM: 989)")
     parser.add_argument("--no-write", action="store_true")
-    parser.add_argument("--profile", action="store_true", help="print a torch.profiler table of one bf16 variant")
+    parser.add_argument("--profile", action="store_true",
+                        help="instead: profile the first variant (first batch, bf16, first --compile) and print "
+                        "where its time goes")
+    parser.add_argument("--trace", default=None, help="with --profile: write the Chrome trace here (.json.gz)")
     parser.add_argument("--variant", nargs="+", action="append", default=[], metavar=("NAME", "OVERRIDE"),
                         help="rows for NAME: the step with these Hydra overrides (repeatable; default: the "
                         "reference step only), e.g. --variant channels_last system.channels_last=true")
@@ -146,12 +203,13 @@ def main() -> None:
     if args.scaling:
         scaling(args)
         return
+    variants = [(v[0], tuple(v[1:])) for v in args.variant] or [("reference", ())]
     if args.profile:
-        run_variant(args.data, args.batches[0], "bf16-mixed", False, 10, args.warmup, profile=True)
+        run_variant(args.data, args.batches[0], "bf16-mixed", args.compile[0] == "on", 1 + PROFILED_STEPS + 3,
+                    args.warmup, profile=True, extra=variants[0][1], trace=args.trace)
         return
     rows = ["| variant | batch | precision | compile | it/s | ms/step | peak reserved GiB | TFLOP/step "
             "| % of bf16 peak | warm-up s |", "|---|---|---|---|---|---|---|---|---|---|"]
-    variants = [(v[0], tuple(v[1:])) for v in args.variant] or [("reference", ())]
     for (name, extra), batch, precision in itertools.product(variants, args.batches, args.precisions):
         # compile only where it matters: the bf16 step
         for compile_ in [c == "on" for c in args.compile] if precision == "bf16-mixed" else [False]:

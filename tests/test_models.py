@@ -16,6 +16,7 @@ from triton_s2r.models import (
     texture_projection,
     uvl_hint,
 )
+from triton_s2r.models.conv import Conv2d, reflect_pad
 
 NUM_LABELS = 3
 
@@ -264,3 +265,30 @@ def test_neural_texture_splits_huge_inputs_without_changing_the_result(monkeypat
     torch.testing.assert_close(texture(uv, label), whole)
     monkeypatch.setattr(module, "MAX_PIXELS_PER_CALL", 100)  # splits the rows of one image
     torch.testing.assert_close(texture(uv[:1], label[:1]), whole[:1])
+
+
+@pytest.mark.parametrize("padding", [(3, 3, 3, 3), (1, 1, 1, 1), (2, 0, 1, 3)])
+def test_reflect_pad_from_slices_equals_torch_reflect_pad_in_values_and_gradients(padding):
+    x = torch.randn(2, 3, 9, 11, requires_grad=True)
+    expected = torch.nn.functional.pad(x, padding, mode="reflect")
+    padded = reflect_pad(x, padding)
+    assert torch.equal(padded, expected)
+    upstream = torch.randn_like(expected)
+    (grad_expected,) = torch.autograd.grad(expected, x, upstream)
+    (grad,) = torch.autograd.grad(padded, x, upstream)
+    torch.testing.assert_close(grad, grad_expected)
+
+
+def test_compiled_reflect_conv_matches_eager_conv():
+    """Compiled, the conv pads with reflect_pad; it must compute what nn.Conv2d computes eagerly."""
+    torch.manual_seed(0)
+    conv = Conv2d(3, 4, 3, 1, 1, padding_mode="reflect")
+    reference = torch.nn.Conv2d(3, 4, 3, 1, 1, padding_mode="reflect")
+    reference.load_state_dict(conv.state_dict())
+    x = torch.randn(2, 3, 8, 8, requires_grad=True)
+    compiled = torch.compile(conv, backend="aot_eager")  # traces the compiled branch without a C++ toolchain
+    out, expected = compiled(x), reference(x)
+    torch.testing.assert_close(out, expected)
+    (grad,) = torch.autograd.grad(out.square().sum(), x)
+    (grad_expected,) = torch.autograd.grad(expected.square().sum(), x)
+    torch.testing.assert_close(grad, grad_expected)

@@ -151,6 +151,7 @@ class TritonSystem(pl.LightningModule):
         self._batches = 0  # host copy of batches_done (reading the buffer would wait for the GPU)
         self._nonfinite = torch.zeros(2, dtype=torch.long)  # (all, consecutive) skipped steps, on the device
         self._last_terms: dict[str, Tensor] = {}
+        self._side_tensors: dict[int, Tensor] = {}
         self._render = None  # (scene, states, rasterizer) when the sim domain is rendered in the loop
         if channels_last:
             for net in (model.generator_sim, model.generator_real, discriminator_sim, discriminator_real):
@@ -209,6 +210,14 @@ class TritonSystem(pl.LightningModule):
         """Shorter image side of the current resolution stage (before jitter)."""
         return [s for b, s in self.schedule if b <= self._batches][-1]
 
+    def _short_side_tensor(self) -> Tensor:
+        """``short_side()`` as a device tensor for logging, made once per stage (Lightning copies a logged
+        Python number to the device at every call, and that copy waits for the GPU)."""
+        side = self.short_side()
+        if side not in self._side_tensors:
+            self._side_tensors[side] = torch.tensor(float(side), device=self.device)
+        return self._side_tensors[side]
+
     def _jittered_short_side(self) -> int:
         return self.short_side() + int(torch.randint(0, int(self.short_side() * self.hparams.resize_jitter) + 1, ()))
 
@@ -258,7 +267,7 @@ class TritonSystem(pl.LightningModule):
             scheduler.step()
         self.log_dict({f"train/{name}": value.detach() for name, value in terms.items()}, prog_bar=False)
         self.log_dict({"train/loss_g": loss_g.detach(), "train/loss_d": loss_d.detach()}, prog_bar=True)
-        self.log_dict({"train/resolution": float(self.short_side()),
+        self.log_dict({"train/resolution": self._short_side_tensor(),
                        "train/nonfinite_steps": self._nonfinite[0].float()})
         if self._batches % NONFINITE_CHECK_EVERY == 0:
             self._check_nonfinite()

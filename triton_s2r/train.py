@@ -24,11 +24,13 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
 from omegaconf import DictConfig, OmegaConf, open_dict
-from pytorch_lightning.callbacks import ModelCheckpoint
+from pytorch_lightning.callbacks import ModelCheckpoint, TQDMProgressBar
 
 from triton_s2r.utils.files import atomic_write
 
 CONFIG_NAME = "config.yaml"
+#: Batches between progress-bar refreshes; each reads the logged losses back from the device (a GPU wait).
+PROGRESS_EVERY = 10
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
@@ -94,6 +96,8 @@ def train(cfg: DictConfig) -> Path:
     if datamodule.has_validation():  # also keep the epoch with the best validation PSNR as best.ckpt
         callbacks.append(ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="best", monitor="val/psnr",
                                          mode="max", save_top_k=1, auto_insert_metric_name=False))
+    if cfg.trainer.get("enable_progress_bar", True):
+        callbacks.append(TQDMProgressBar(refresh_rate=PROGRESS_EVERY))
     trainer = instantiate(cfg.trainer, logger=logger, callbacks=callbacks, plugins=[AtomicCheckpointIO()])
     trainer.fit(system, datamodule=datamodule, ckpt_path=ckpt_path)
     print(f"run directory: {run_dir} (checkpoint: {run_dir / 'checkpoints' / 'last.ckpt'})")

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from triton_s2r.models.conv import Conv2d
+
 
 class PatchDiscriminator(nn.Module):
     """One scale: image → patch logits.
@@ -30,7 +32,7 @@ class PatchDiscriminator(nn.Module):
         width_in, width = in_channels, base_channels
         for _ in range(num_layers):
             layers += [
-                nn.Conv2d(width_in, width, 4, 2, 1, padding_mode=padding_mode),
+                Conv2d(width_in, width, 4, 2, 1, padding_mode=padding_mode),
                 nn.LeakyReLU(0.2, inplace=True),
             ]
             width_in, width = width, width * 2

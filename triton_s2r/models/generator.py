@@ -22,11 +22,13 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from triton_s2r.models.conv import Conv2d
 
-def _conv(in_channels: int, out_channels: int, kernel_size: int, stride: int, padding_mode: str) -> nn.Conv2d:
+
+def _conv(in_channels: int, out_channels: int, kernel_size: int, stride: int, padding_mode: str) -> Conv2d:
     # Padding that keeps H/stride exactly for even sizes: 3 for 7x7, 1 for 4x4 stride 2, 2 for 5x5, 1 for 3x3.
     padding = (kernel_size - 1) // 2 if stride == 1 else (kernel_size - stride) // 2
-    return nn.Conv2d(in_channels, out_channels, kernel_size, stride, padding, padding_mode=padding_mode)
+    return Conv2d(in_channels, out_channels, kernel_size, stride, padding, padding_mode=padding_mode)
 
 
 class ResidualBlock(nn.Module):

@@ -41,23 +41,23 @@ def _cuda_context(device: torch.device):
         return dr, dr.RasterizeCudaContext(device=device)
 
 
-def clip_from_camera(camera: Camera, points_camera: Tensor) -> Tensor:
-    """OpenGL-style clip coordinates of camera-frame points, with OpenCV pixel centres.
+def clip_from_camera(camera: Camera) -> Tensor:
+    """OpenGL-style projection with OpenCV pixel centres: clip = P @ (x, y, z, 1) of a camera-frame point.
 
     Args:
         camera: B cameras.
-        points_camera: (B, V, 3) float32 camera-frame positions (z forward).
 
     Returns:
-        (B, V, 4) float32 clip coordinates; w = camera Z, NDC z in [-1, 1] between near and far.
+        (B, 4, 4) float32 P; clip w = camera Z, NDC z in [-1, 1] between near and far.
     """
-    fx, fy, cx, cy = (k[:, None] for k in camera.intrinsics.unbind(-1))
-    x, y, z = points_camera.unbind(-1)
+    fx, fy, cx, cy = camera.intrinsics.float().unbind(-1)
     n, f = camera.near, camera.far
-    clip_x = (2 * fx / camera.width) * x + ((2 * cx + 1) / camera.width - 1) * z
-    clip_y = (2 * fy / camera.height) * y + ((2 * cy + 1) / camera.height - 1) * z
-    clip_z = (f + n) / (f - n) * z - 2 * f * n / (f - n)
-    return torch.stack([clip_x, clip_y, clip_z, z], dim=-1)
+    p = torch.zeros(camera.batch_size, 4, 4)
+    p[:, 0, 0], p[:, 0, 2] = 2 * fx / camera.width, (2 * cx + 1) / camera.width - 1
+    p[:, 1, 1], p[:, 1, 2] = 2 * fy / camera.height, (2 * cy + 1) / camera.height - 1
+    p[:, 2, 2], p[:, 2, 3] = (f + n) / (f - n), -2 * f * n / (f - n)
+    p[:, 3, 2] = 1.0
+    return p
 
 
 class NvdiffrastRasterizer:
@@ -76,33 +76,32 @@ class NvdiffrastRasterizer:
         """Scene arrays on the device, in the dtypes nvdiffrast wants (cached per scene)."""
         if scene not in self._uploaded:
             m = scene.merged()
-            vertex_counts = torch.bincount(m["v_object"], minlength=scene.num_objects).tolist()
             self._uploaded[scene] = {
-                "v_pos": m["v_pos"].to(self.device),
+                "v_pos": torch.cat([m["v_pos"], torch.ones(len(m["v_pos"]), 1)], 1).to(self.device),  # (V, 4)
+                "v_object": m["v_object"].to(self.device),
                 "t_pos_idx": m["t_pos_idx"].to(self.device, torch.int32).contiguous(),
                 "v_uv": m["v_uv"].to(self.device)[None].contiguous(),
                 "t_uv_idx": m["t_uv_idx"].to(self.device, torch.int32).contiguous(),
                 # Index 0 = background (nvdiffrast's triangle id 0), then one label per triangle.
                 "label_lut": torch.cat([torch.tensor([VOID]), m["t_label"]]).to(self.device),
-                "vertex_slices": _slices(vertex_counts),
             }
         return self._uploaded[scene]
 
     @torch.no_grad()
     def render(self, scene: Scene, state: FrameState, supersample: int = 1) -> GBuffer:
         data = self._upload(scene)
-        state = state.to(self.device)
+        # The per-frame matrices are small: built on the host and uploaded in one asynchronous copy, so that
+        # rendering never makes the host wait for the GPU (a training step queues its work ahead).
+        state = state.to("cpu")
         camera = state.camera.supersampled(supersample)
-        # camera_from_object per frame and object: (B, N, 4, 4).
-        transforms = camera.camera_from_world[:, None] @ state.object_poses
-        v_cam = torch.empty(state.batch_size, data["v_pos"].shape[0], 3, device=self.device)
-        for i, (start, stop) in enumerate(data["vertex_slices"]):  # one small matmul per rigid object
-            m = transforms[:, i]
-            v_cam[:, start:stop] = data["v_pos"][start:stop] @ m[:, :3, :3].transpose(1, 2) + m[:, None, :3, 3]
-        clip = clip_from_camera(camera, v_cam).contiguous()
+        # clip_from_object per frame and object: (B, N, 4, 4).
+        transforms = clip_from_camera(camera)[:, None] @ camera.camera_from_world[:, None] @ state.object_poses
+        transforms = transforms.pin_memory().to(self.device, non_blocking=True)
+        with torch.autocast("cuda", enabled=False):  # float32 positions even inside a bf16 training step
+            clip = torch.einsum("bvij,vj->bvi", transforms[:, data["v_object"]], data["v_pos"]).contiguous()
         rast, _ = self._dr.rasterize(self._ctx, clip, data["t_pos_idx"], resolution=[camera.height, camera.width])
         uv, _ = self._dr.interpolate(data["v_uv"], rast, data["t_uv_idx"])
-        depth, _ = self._dr.interpolate(v_cam[..., 2:3].contiguous(), rast, data["t_pos_idx"])
+        depth, _ = self._dr.interpolate(clip[..., 3:4].contiguous(), rast, data["t_pos_idx"])  # w = camera Z
         tri = rast[..., 3].to(torch.int64)  # 0 = background, else triangle id + 1
         hit = tri > 0
         return GBuffer(
@@ -111,11 +110,3 @@ class NvdiffrastRasterizer:
             depth=depth[..., 0] * hit,
             face_id=tri - 1,
         )
-
-
-def _slices(counts: list[int]) -> list[tuple[int, int]]:
-    out, start = [], 0
-    for c in counts:
-        out.append((start, start + c))
-        start += c
-    return out
