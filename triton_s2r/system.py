@@ -152,6 +152,7 @@ class TritonSystem(pl.LightningModule):
         self._nonfinite = torch.zeros(2, dtype=torch.long)  # (all, consecutive) skipped steps, on the device
         self._last_terms: dict[str, Tensor] = {}
         self._side_tensors: dict[int, Tensor] = {}
+        self.progress: dict[str, Tensor] = {}  # the last batch's losses, on the device
         self._render = None  # (scene, states, rasterizer) when the sim domain is rendered in the loop
         if channels_last:
             for net in (model.generator_sim, model.generator_real, discriminator_sim, discriminator_real):
@@ -266,7 +267,10 @@ class TritonSystem(pl.LightningModule):
         for scheduler in self._schedulers():
             scheduler.step()
         self.log_dict({f"train/{name}": value.detach() for name, value in terms.items()}, prog_bar=False)
-        self.log_dict({"train/loss_g": loss_g.detach(), "train/loss_d": loss_d.detach()}, prog_bar=True)
+        # Not prog_bar=True: Lightning reads progress-bar metrics back at every batch, a wait for the GPU.
+        # ``progress`` is shown by triton_s2r.train.ProgressBar, which reads it only when it refreshes.
+        self.progress = {"loss_g": loss_g.detach(), "loss_d": loss_d.detach()}
+        self.log_dict({f"train/{name}": value for name, value in self.progress.items()})
         self.log_dict({"train/resolution": self._short_side_tensor(),
                        "train/nonfinite_steps": self._nonfinite[0].float()})
         if self._batches % NONFINITE_CHECK_EVERY == 0:

@@ -33,6 +33,18 @@ CONFIG_NAME = "config.yaml"
 PROGRESS_EVERY = 10
 
 
+class ProgressBar(TQDMProgressBar):
+    """Lightning's progress bar, refreshed every ``PROGRESS_EVERY`` batches, with the system's last losses
+    (``system.progress``), read from the device only at a refresh."""
+
+    def __init__(self) -> None:
+        super().__init__(refresh_rate=PROGRESS_EVERY)
+
+    def get_metrics(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> dict:
+        losses = {name: f"{value.item():.3g}" for name, value in getattr(pl_module, "progress", {}).items()}
+        return {**super().get_metrics(trainer, pl_module), **losses}
+
+
 class AtomicCheckpointIO(TorchCheckpointIO):
     """Checkpoints written to a temporary file and renamed: a killed job never leaves a broken one."""
 
@@ -97,7 +109,7 @@ def train(cfg: DictConfig) -> Path:
         callbacks.append(ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="best", monitor="val/psnr",
                                          mode="max", save_top_k=1, auto_insert_metric_name=False))
     if cfg.trainer.get("enable_progress_bar", True):
-        callbacks.append(TQDMProgressBar(refresh_rate=PROGRESS_EVERY))
+        callbacks.append(ProgressBar())
     trainer = instantiate(cfg.trainer, logger=logger, callbacks=callbacks, plugins=[AtomicCheckpointIO()])
     trainer.fit(system, datamodule=datamodule, ckpt_path=ckpt_path)
     print(f"run directory: {run_dir} (checkpoint: {run_dir / 'checkpoints' / 'last.ckpt'})")
