@@ -9,9 +9,12 @@ from __future__ import annotations
 import os
 
 import pytest
+import pytorch_lightning as pl
 import torch
+from hydra import compose, initialize_config_module
 
 from triton_s2r.cli import main
+from triton_s2r.train import build
 
 pytestmark = pytest.mark.gpu
 
@@ -52,6 +55,36 @@ def test_compiled_step_trains_on_gpu(data: str, tmp_path, mode: str) -> None:
     assert "train/surface_consistency" in header
     losses = [float(r["train/loss_g"]) for r in rows if r.get("train/loss_g")]
     assert losses and all(torch.isfinite(torch.tensor(losses)))
+
+
+class _FailOnSync(pl.Callback):
+    """Any synchronising PyTorch call inside a training step after the first two raises."""
+
+    def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
+        if batch_idx >= 2:
+            torch.cuda.set_sync_debug_mode("error")
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        torch.cuda.set_sync_debug_mode("default")
+
+
+def test_training_step_never_waits_for_the_gpu(data: str, tmp_path) -> None:
+    """Rendering in the loop, both optimiser steps, the weight average and the per-step logging queue their
+    GPU work without waiting for it (nvdiffrast's rasterizer waits for its own stream, outside PyTorch)."""
+    with initialize_config_module("triton_s2r.conf", version_base="1.3"):
+        cfg = compose("train", overrides=[
+            "experiment=tiny", "trainer=gpu", "render=nvdiffrast", f"data.root={data}", "data.build_preset=null",
+            "data.sim_source=render", "data.val_frames=0", "system.supersample=2", "system.crop_size=64",
+            "system.resolution_schedule=[[0,64]]", "system.preview_every_n_batches=1000"])
+    datamodule, system = build(cfg)
+    trainer = pl.Trainer(accelerator="gpu", devices=1, precision="bf16-mixed", max_epochs=1, logger=False,
+                         enable_checkpointing=False, enable_progress_bar=False, callbacks=[_FailOnSync()],
+                         default_root_dir=str(tmp_path))
+    try:
+        trainer.fit(system, datamodule=datamodule)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert system._batches == 5
 
 
 def test_texture_packing_is_sync_free_and_matches_cpu() -> None:

@@ -187,8 +187,9 @@ class TritonDataModule(pl.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         dataset = self.train_dataset()
         sampler = EpochSampler(len(dataset), self.steps_per_epoch * self.batch_size, self.seed)
+        # Pinned batches copy to the GPU without waiting for it (a copy from pageable memory waits first).
         return DataLoader(dataset, batch_size=self.batch_size, sampler=sampler, num_workers=self.num_workers,
-                          drop_last=True, persistent_workers=self.num_workers > 0)
+                          drop_last=True, persistent_workers=self.num_workers > 0, pin_memory=torch.cuda.is_available())
 
     def has_validation(self) -> bool:
         """Whether there are paired test frames to score after each epoch."""

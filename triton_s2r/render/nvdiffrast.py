@@ -70,6 +70,9 @@ class NvdiffrastRasterizer:
         if self.device.type != "cuda":
             raise ValueError(f"the nvdiffrast backend needs a CUDA device, got {self.device}")
         self._dr, self._ctx = _cuda_context(self.device)
+        # nvdiffrast's rasterizer waits for its stream once per call (it reads back its bin counters); on a
+        # stream of its own that wait covers only the rendering, not the training work queued before it.
+        self._stream = torch.cuda.Stream(self.device)
         self._uploaded: weakref.WeakKeyDictionary[Scene, dict] = weakref.WeakKeyDictionary()
 
     def _upload(self, scene: Scene) -> dict:
@@ -89,24 +92,30 @@ class NvdiffrastRasterizer:
 
     @torch.no_grad()
     def render(self, scene: Scene, state: FrameState, supersample: int = 1) -> GBuffer:
-        data = self._upload(scene)
         # The per-frame matrices are small: built on the host and uploaded in one asynchronous copy, so that
         # rendering never makes the host wait for the GPU (a training step queues its work ahead).
         state = state.to("cpu")
         camera = state.camera.supersampled(supersample)
         # clip_from_object per frame and object: (B, N, 4, 4).
         transforms = clip_from_camera(camera)[:, None] @ camera.camera_from_world[:, None] @ state.object_poses
-        transforms = transforms.pin_memory().to(self.device, non_blocking=True)
-        with torch.autocast("cuda", enabled=False):  # float32 positions even inside a bf16 training step
+        main = torch.cuda.current_stream(self.device)
+        with torch.cuda.stream(self._stream), torch.autocast("cuda", enabled=False):  # float32 inside bf16 steps
+            data = self._upload(scene)
+            transforms = transforms.pin_memory().to(self.device, non_blocking=True)
             clip = torch.einsum("bvij,vj->bvi", transforms[:, data["v_object"]], data["v_pos"]).contiguous()
-        rast, _ = self._dr.rasterize(self._ctx, clip, data["t_pos_idx"], resolution=[camera.height, camera.width])
-        uv, _ = self._dr.interpolate(data["v_uv"], rast, data["t_uv_idx"])
-        depth, _ = self._dr.interpolate(clip[..., 3:4].contiguous(), rast, data["t_pos_idx"])  # w = camera Z
-        tri = rast[..., 3].to(torch.int64)  # 0 = background, else triangle id + 1
-        hit = tri > 0
-        return GBuffer(
-            uv=(uv.clamp(0.0, 1.0) * hit[..., None]).permute(0, 3, 1, 2).contiguous(),
-            label=data["label_lut"][tri],
-            depth=depth[..., 0] * hit,
-            face_id=tri - 1,
-        )
+            res = [camera.height, camera.width]
+            rast, _ = self._dr.rasterize(self._ctx, clip, data["t_pos_idx"], resolution=res)
+            uv, _ = self._dr.interpolate(data["v_uv"], rast, data["t_uv_idx"])
+            depth, _ = self._dr.interpolate(clip[..., 3:4].contiguous(), rast, data["t_pos_idx"])  # w = camera Z
+            tri = rast[..., 3].to(torch.int64)  # 0 = background, else triangle id + 1
+            hit = tri > 0
+            g = GBuffer(
+                uv=(uv.clamp(0.0, 1.0) * hit[..., None]).permute(0, 3, 1, 2).contiguous(),
+                label=data["label_lut"][tri],
+                depth=depth[..., 0] * hit,
+                face_id=tri - 1,
+            )
+        main.wait_stream(self._stream)  # on the GPU: the caller's work starts once the G-buffer is done
+        for tensor in (g.uv, g.label, g.depth, g.face_id):
+            tensor.record_stream(main)  # its memory is not reused while the caller's stream may still read it
+        return g
