@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -109,3 +111,22 @@ def test_scene_file_errors_name_the_file(tmp_path) -> None:
     (tmp_path / "broken.yaml").write_text("labels: [oops")
     with pytest.raises(ValueError, match="broken.yaml"):
         load_scene(tmp_path / "broken.yaml")
+
+
+def test_meshes_in_uv_tiles_stop_overlapping_and_overlap_is_reported() -> None:
+    """Meshes sharing a label need their own UV regions, or one texel stands for several surfaces."""
+    from triton_s2r.render.scene import LabelTable, Scene, SceneObject
+
+    labels = LabelTable(("robot",), (255,))
+    mesh = box((0.1, 0.1, 0.1))
+    with pytest.warns(UserWarning, match="'a' and 'b' share label 'robot' and overlap in UV space"):
+        Scene((SceneObject("a", 1, mesh), SceneObject("b", 1, mesh)), labels)
+    tiles = [mesh.in_uv_tile(i, 3) for i in range(3)]  # a 2x2 grid, one tile unused
+    boxes = [(t.v_uv.min(0).values, t.v_uv.max(0).values) for t in tiles]
+    assert all(0 <= lo.min() and hi.max() <= 1 and (hi - lo).max() < 0.5 for lo, hi in boxes)
+    assert boxes[1][0][1] >= 0.5 and boxes[2][0][0] >= 0.5  # tile 1 right of tile 0 in v, tile 2 below it in u
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Scene(tuple(SceneObject(f"link{i}", 1, t) for i, t in enumerate(tiles)), labels)
+    with pytest.raises(ValueError, match="tile index 3 outside 0..2"):
+        mesh.in_uv_tile(3, 3)

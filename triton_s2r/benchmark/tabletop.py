@@ -49,8 +49,9 @@ def build_scene(panda: Panda) -> Scene:
     labels = label_table()
     table = box(TABLE_SIZE)
     objects = [SceneObject("table", labels.id_of("table"), table)]
-    for group, links in LINK_GROUPS.items():
-        objects += [SceneObject(link, labels.id_of(group), panda.link_meshes[link]) for link in links]
+    for group, links in LINK_GROUPS.items():  # the links of a group share a texture, each in its own UV tile
+        objects += [SceneObject(link, labels.id_of(group), panda.link_meshes[link].in_uv_tile(i, len(links)))
+                    for i, link in enumerate(links)]
     objects += [SceneObject(name, labels.id_of(name), make()) for name, (make, _, _) in OBJECTS.items()]
     return Scene(tuple(objects), labels)
 

@@ -7,6 +7,7 @@ Naming follows nvdiffrec: ``v_pos`` vertex positions, ``v_uv`` texture coordinat
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,19 @@ class Mesh:
         m = torch.as_tensor(np.asarray(matrix), dtype=torch.float32)
         v = self.v_pos @ m[:3, :3].T + m[:3, 3]
         return Mesh(v, self.t_pos_idx, self.v_uv, self.t_uv_idx, self.source)
+
+    def in_uv_tile(self, index: int, count: int) -> Mesh:
+        """This mesh with its UVs shrunk into tile ``index`` of ``count`` square tiles of the UV square.
+
+        For meshes that share one label, and so one learned texture: each gets its own region of it. The
+        tiles form a ceil(sqrt(count))-wide grid, row-major in u; each keeps a margin of 1/32 of its side.
+        """
+        if not 0 <= index < count:
+            raise ValueError(f"tile index {index} outside 0..{count - 1}")
+        side = math.ceil(math.sqrt(count))
+        size, margin = 1.0 / side, 1.0 / side / 32
+        corner = torch.tensor([index // side, index % side], dtype=torch.float32) * size + margin
+        return Mesh(self.v_pos, self.t_pos_idx, corner + self.v_uv * (size - 2 * margin), self.t_uv_idx, self.source)
 
     @classmethod
     def from_arrays(

@@ -102,6 +102,8 @@ class NvdiffrastRasterizer:
         with torch.cuda.stream(self._stream), torch.autocast("cuda", enabled=False):  # float32 inside bf16 steps
             data = self._upload(scene)
             transforms = transforms.pin_memory().to(self.device, non_blocking=True)
+            # One gather and one product for all objects; the gathered (B, V, 4, 4) matrices are temporary
+            # (about 100 MB for 5 frames of the 315k-vertex tabletop scene).
             clip = torch.einsum("bvij,vj->bvi", transforms[:, data["v_object"]], data["v_pos"]).contiguous()
             res = [camera.height, camera.width]
             rast, _ = self._dr.rasterize(self._ctx, clip, data["t_pos_idx"], resolution=res)

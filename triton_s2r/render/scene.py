@@ -8,7 +8,9 @@ forward kinematics.
 
 from __future__ import annotations
 
+import itertools
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,6 +113,13 @@ class Scene:
                     f"object {obj.name!r} has label id {obj.label}, "
                     f"outside the label table's 1..{self.labels.num_labels}"
                 )
+        for a, b in itertools.combinations(self.objects, 2):
+            if a.label == b.label and _uv_boxes_overlap(a.mesh, b.mesh):
+                warnings.warn(
+                    f"objects {a.name!r} and {b.name!r} share label {self.labels.names[a.label - 1]!r} and overlap "
+                    "in UV space, so one texel of that label's texture stands for two surfaces and the surface "
+                    "consistency loss compares them; give each its own UV region (Mesh.in_uv_tile) or its own "
+                    "label", stacklevel=2)
 
     @property
     def num_objects(self) -> int:
@@ -190,6 +199,12 @@ class FrameState:
 
     def to(self, device: torch.device | str) -> FrameState:
         return FrameState(self.object_poses.to(device), self.camera.to(device))
+
+
+def _uv_boxes_overlap(a: Mesh, b: Mesh) -> bool:
+    """Whether the bounding boxes of two meshes' UVs overlap (a cheap, conservative test)."""
+    (a_lo, a_hi), (b_lo, b_hi) = ((m.v_uv.min(0).values, m.v_uv.max(0).values) for m in (a, b))
+    return bool(((a_lo < b_hi) & (b_lo < a_hi)).all())
 
 
 def load_scene(path: str | os.PathLike) -> Scene:
