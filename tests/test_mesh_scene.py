@@ -9,7 +9,7 @@ import pytest
 import torch
 import trimesh
 
-from triton_s2r.render import FrameState, MeshError, load_mesh, load_scene, make_rasterizer
+from triton_s2r.render import FrameState, Mesh, MeshError, load_mesh, load_scene, make_rasterizer
 from triton_s2r.render.primitives import box, orbit_cameras
 
 
@@ -119,8 +119,12 @@ def test_meshes_in_uv_tiles_stop_overlapping_and_overlap_is_reported() -> None:
 
     labels = LabelTable(("robot",), (255,))
     mesh = box((0.1, 0.1, 0.1))
+    other = Mesh(mesh.v_pos, mesh.t_pos_idx, mesh.v_uv.flip(1), mesh.t_uv_idx)  # a different unwrap
     with pytest.warns(UserWarning, match="'a' and 'b' share label 'robot' and overlap in UV space"):
-        Scene((SceneObject("a", 1, mesh), SceneObject("b", 1, mesh)), labels)
+        Scene((SceneObject("a", 1, mesh), SceneObject("b", 1, other)), labels)
+    with warnings.catch_warnings():  # copies of one object may share their texels
+        warnings.simplefilter("error")
+        Scene((SceneObject("a", 1, mesh), SceneObject("b", 1, mesh.transformed(torch.eye(4) * 2))), labels)
     tiles = [mesh.in_uv_tile(i, 3) for i in range(3)]  # a 2x2 grid, one tile unused
     boxes = [(t.v_uv.min(0).values, t.v_uv.max(0).values) for t in tiles]
     assert all(0 <= lo.min() and hi.max() <= 1 and (hi - lo).max() < 0.5 for lo, hi in boxes)
@@ -130,3 +134,17 @@ def test_meshes_in_uv_tiles_stop_overlapping_and_overlap_is_reported() -> None:
         Scene(tuple(SceneObject(f"link{i}", 1, t) for i, t in enumerate(tiles)), labels)
     with pytest.raises(ValueError, match="tile index 3 outside 0..2"):
         mesh.in_uv_tile(3, 3)
+
+
+def test_scene_file_places_objects_of_one_label_in_uv_tiles(tmp_path) -> None:
+    box_trimesh().export(tmp_path / "crate.obj")
+    objects = "".join(f"  - {{name: crate{i}, label: crate, mesh: crate.obj, uv_tile: [{i}, 2]}}\n" for i in range(2))
+    (tmp_path / "scene.yaml").write_text("labels:\n  - {name: crate, value: 60}\nobjects:\n" + objects)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scene = load_scene(tmp_path / "scene.yaml")
+    assert scene.objects[1].mesh.v_uv[:, 1].min() >= 0.5  # the second crate's UVs are in the second tile
+    (tmp_path / "bad.yaml").write_text("labels:\n  - {name: crate, value: 60}\nobjects:\n"
+                                       "  - {name: crate, label: crate, mesh: crate.obj, uv_tile: [2, 2]}\n")
+    with pytest.raises(ValueError, match="bad.yaml: object 'crate': uv_tile must be"):
+        load_scene(tmp_path / "bad.yaml")

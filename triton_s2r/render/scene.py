@@ -114,12 +114,12 @@ class Scene:
                     f"outside the label table's 1..{self.labels.num_labels}"
                 )
         for a, b in itertools.combinations(self.objects, 2):
-            if a.label == b.label and _uv_boxes_overlap(a.mesh, b.mesh):
+            if a.label == b.label and _uv_boxes_overlap(a.mesh, b.mesh) and not _same_uv_layout(a.mesh, b.mesh):
                 warnings.warn(
                     f"objects {a.name!r} and {b.name!r} share label {self.labels.names[a.label - 1]!r} and overlap "
-                    "in UV space, so one texel of that label's texture stands for two surfaces and the surface "
-                    "consistency loss compares them; give each its own UV region (Mesh.in_uv_tile) or its own "
-                    "label", stacklevel=2)
+                    "in UV space, so one texel of that label's texture stands for two different surfaces and "
+                    "the surface consistency loss compares them; give each its own UV region (scene file: "
+                    "uv_tile: [i, n]; Python: Mesh.in_uv_tile) or its own label", stacklevel=2)
 
     @property
     def num_objects(self) -> int:
@@ -207,6 +207,12 @@ def _uv_boxes_overlap(a: Mesh, b: Mesh) -> bool:
     return bool(((a_lo < b_hi) & (b_lo < a_hi)).all())
 
 
+def _same_uv_layout(a: Mesh, b: Mesh) -> bool:
+    """Copies of one object (identical UVs): sharing texels is then meant, e.g. three identical blocks."""
+    return a.v_uv.shape == b.v_uv.shape and a.t_uv_idx.shape == b.t_uv_idx.shape and bool(
+        torch.equal(a.v_uv, b.v_uv) and torch.equal(a.t_uv_idx, b.t_uv_idx))
+
+
 def load_scene(path: str | os.PathLike) -> Scene:
     """Load a scene file (YAML) listing labels and objects.
 
@@ -218,10 +224,12 @@ def load_scene(path: str | os.PathLike) -> Scene:
         void_value: 0                # optional, default 0; null if the UVL files have no void pixels
         objects:
           - {name: table, label: table, mesh: meshes/table.obj}
-          - {name: block_a, label: block, mesh: meshes/block.glb, unwrap: true}
+          - {name: block_a, label: block, mesh: meshes/block.glb, unwrap: true, uv_tile: [0, 2]}
+          - {name: block_b, label: block, mesh: meshes/block.glb, unwrap: true, uv_tile: [1, 2]}
 
     Mesh paths are relative to the scene file. ``unwrap: true`` computes UVs with xatlas when the
-    mesh has none (see ``load_mesh``).
+    mesh has none (see ``load_mesh``). ``uv_tile: [i, n]`` shrinks the mesh's UVs into tile i of n
+    (``Mesh.in_uv_tile``), so that objects sharing a label, and so a texture, do not overlap in it.
     """
     path = Path(path)
     if not path.is_file():
@@ -243,5 +251,11 @@ def load_scene(path: str | os.PathLike) -> Scene:
         except KeyError as exc:
             raise ValueError(f"{path}: object {entry.get('name')!r}: {exc.args[0]}") from None
         mesh = load_mesh(path.parent / entry["mesh"], unwrap=bool(entry.get("unwrap", False)))
+        if "uv_tile" in entry:  # [index, count]: this object's region of its label's texture
+            try:
+                mesh = mesh.in_uv_tile(*(int(k) for k in entry["uv_tile"]))
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"{path}: object {entry.get('name')!r}: uv_tile must be [index, count] with "
+                                 f"0 <= index < count ({exc})") from None
         objects.append(SceneObject(str(entry["name"]), label, mesh))
     return Scene(tuple(objects), labels)
