@@ -209,8 +209,7 @@ def _uv_boxes_overlap(a: Mesh, b: Mesh) -> bool:
 
 def _same_uv_layout(a: Mesh, b: Mesh) -> bool:
     """Copies of one object (identical UVs): sharing texels is then meant, e.g. three identical blocks."""
-    return a.v_uv.shape == b.v_uv.shape and a.t_uv_idx.shape == b.t_uv_idx.shape and bool(
-        torch.equal(a.v_uv, b.v_uv) and torch.equal(a.t_uv_idx, b.t_uv_idx))
+    return torch.equal(a.v_uv, b.v_uv) and torch.equal(a.t_uv_idx, b.t_uv_idx)
 
 
 def load_scene(path: str | os.PathLike) -> Scene:
