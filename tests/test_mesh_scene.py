@@ -120,7 +120,7 @@ def test_meshes_in_uv_tiles_stop_overlapping_and_overlap_is_reported() -> None:
     labels = LabelTable(("robot",), (255,))
     mesh = box((0.1, 0.1, 0.1))
     other = Mesh(mesh.v_pos, mesh.t_pos_idx, mesh.v_uv.flip(1), mesh.t_uv_idx)  # a different unwrap
-    with pytest.warns(UserWarning, match="'a' and 'b' share label 'robot' and overlap in UV space"):
+    with pytest.warns(UserWarning, match=r"objects \['a', 'b'\] share label 'robot' and overlap in UV space"):
         Scene((SceneObject("a", 1, mesh), SceneObject("b", 1, other)), labels)
     with warnings.catch_warnings():  # copies of one object may share their texels
         warnings.simplefilter("error")

@@ -113,13 +113,16 @@ class Scene:
                     f"object {obj.name!r} has label id {obj.label}, "
                     f"outside the label table's 1..{self.labels.num_labels}"
                 )
+        overlapping: dict[int, set[str]] = {}  # label -> objects whose UVs overlap another object's of it
         for a, b in itertools.combinations(self.objects, 2):
             if a.label == b.label and _uv_boxes_overlap(a.mesh, b.mesh) and not _same_uv_layout(a.mesh, b.mesh):
-                warnings.warn(
-                    f"objects {a.name!r} and {b.name!r} share label {self.labels.names[a.label - 1]!r} and overlap "
-                    "in UV space, so one texel of that label's texture stands for two different surfaces and "
-                    "the surface consistency loss compares them; give each its own UV region (scene file: "
-                    "uv_tile: [i, n]; Python: Mesh.in_uv_tile) or its own label", stacklevel=2)
+                overlapping.setdefault(a.label, set()).update((a.name, b.name))
+        for label, names in overlapping.items():
+            warnings.warn(
+                f"objects {sorted(names)} share label {self.labels.names[label - 1]!r} and overlap in UV space, so "
+                "one texel of that label's texture stands for several surfaces and the surface consistency loss "
+                "compares them; give each its own UV region (scene file: uv_tile: [i, n]; Python: "
+                "Mesh.in_uv_tile) or its own label", stacklevel=2)
 
     @property
     def num_objects(self) -> int:
