@@ -7,12 +7,16 @@ Usage::
     python -m benchmarks.results --data DIR --methods triton \
         --variant triton_tr0 loss.loss_weights.texture_reality=0      # extra rows: a method plus overrides
     python -m benchmarks.results --data DIR --budget-seconds 390 --methods triton no_texture --concurrent
+    python -m benchmarks.results --data DIR --budget-seconds 420 --methods triton no_texture --seeds 0 1 2 \
+        --concurrent                                # six runs at once, spread over every visible GPU
 
-Each method is ``triton-s2r train`` with the base recipe below plus the method's experiment (``triton``: the
-defaults, i.e. full TRITON), stopped by Lightning's ``max_time``; then ``triton-s2r eval`` on the same
-dataset. The unpaired methods render their sim batches in the loop on a GPU (train_sim states); the paired
-``oracle`` reads the UVL frames and photos of train_real. Writes a markdown table (docs/results.md by
-default) with the card, command, date and commit.
+Each run is ``triton-s2r train`` with the base recipe below plus the method's experiment (``triton``: the
+defaults, i.e. full TRITON) and ``seed=S``, stopped by Lightning's ``max_time``; then ``triton-s2r eval`` on
+the same dataset. The unpaired methods render their sim batches in the loop on a GPU (train_sim states); the
+paired ``oracle`` reads the UVL frames and photos of train_real. Runs go to the visible GPUs in turn
+(``CUDA_VISIBLE_DEVICES``); without ``--concurrent`` each GPU trains one run at a time. Writes a markdown
+file (docs/results.md by default) with the card, command, date and commit: one row per run, and with
+several seeds the mean and standard deviation of each method over them.
 """
 
 from __future__ import annotations
@@ -20,10 +24,14 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import shlex
+import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -40,6 +48,26 @@ METHODS = {  # method -> extra overrides
 COLUMNS = ("psnr", "psnr_masked", "ssim", "ssim_masked", "surface_consistency", "warp_error")
 
 
+@dataclass(frozen=True)
+class Run:
+    """One training run: a row of the table (method or variant) with one seed."""
+
+    name: str
+    seed: int
+    overrides: tuple[str, ...]
+    run_dir: Path
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A finished run: its metrics (``triton-s2r eval`` JSON), training wall seconds and batches trained."""
+
+    run: Run
+    metrics: dict
+    train_seconds: float
+    batches: int
+
+
 def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool, paired: bool) -> list[str]:
     hours, rest = divmod(budget_seconds, 3600)
     return [
@@ -53,83 +81,101 @@ def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool, pai
     ]
 
 
-def train_in_turn(commands: dict[str, list[str]]) -> dict[str, float]:
-    """Run the training commands one after the other; wall seconds of each."""
-    seconds = {}
-    for method, command in commands.items():
-        start = time.perf_counter()
-        subprocess.run(command, check=True)
-        seconds[method] = time.perf_counter() - start
-    return seconds
-
-
-def train_concurrently(commands: dict[str, list[str]]) -> dict[str, float]:
-    """Start every training command at once; wall seconds of each, from the common start to its own end."""
+def train_and_evaluate(run: Run, data: str, budget_seconds: int, gpu: str | None) -> Outcome:
+    """Train ``run`` (on GPU index ``gpu``, or the CPU when None), then evaluate it on ``data``."""
+    env = dict(os.environ, **({"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {}))
+    train = [sys.executable, "-m", "triton_s2r.train",
+             *base_overrides(data, budget_seconds, run.run_dir, gpu is not None, run.name == "oracle"),
+             *run.overrides, f"seed={run.seed}"]
     start = time.perf_counter()
-    processes = {method: subprocess.Popen(command) for method, command in commands.items()}
-    seconds = {}
-    while len(seconds) < len(processes):
-        for method, process in processes.items():
-            if method not in seconds and process.poll() is not None:
-                if process.returncode:
-                    raise subprocess.CalledProcessError(process.returncode, commands[method])
-                seconds[method] = time.perf_counter() - start
-        time.sleep(1.0)
-    return {method: seconds[method] for method in commands}  # in the order given
+    subprocess.run(train, check=True, env=env)
+    seconds = time.perf_counter() - start
+    metrics_path = run.run_dir / "metrics.json"
+    subprocess.run([sys.executable, "-m", "triton_s2r.cli", "eval", str(run.run_dir), data, "--out",
+                    str(metrics_path)], check=True, env=env)
+    state = torch.load(run.run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
+    outcome = Outcome(run, json.loads(metrics_path.read_text()), seconds, int(state["state_dict"]["batches_done"]))
+    print(run_row(outcome), flush=True)
+    return outcome
+
+
+def run_row(outcome: Outcome) -> str:
+    values = " | ".join(f"{outcome.metrics[k]:.4f}" for k in COLUMNS)
+    return (f"| {outcome.run.name} | {outcome.run.seed} | {values} | {outcome.train_seconds:.0f} | "
+            f"{outcome.batches} |")
+
+
+def mean_and_spread(values: list[float]) -> str:
+    """'mean ± sample standard deviation' (just the value for a single run)."""
+    if len(values) == 1:
+        return f"{values[0]:.4f}"
+    return f"{statistics.fmean(values):.4f} ± {statistics.stdev(values):.4f}"
+
+
+def summary_table(outcomes: list[Outcome]) -> str:
+    """Per row name: every metric's mean ± standard deviation over its seeds, and the mean batches."""
+    names = list(dict.fromkeys(o.run.name for o in outcomes))
+    lines = ["| method | seeds | " + " | ".join(COLUMNS) + " | batches |", "|" + "---|" * (len(COLUMNS) + 3)]
+    for name in names:
+        group = [o for o in outcomes if o.run.name == name]
+        cells = " | ".join(mean_and_spread([o.metrics[k] for o in group]) for k in COLUMNS)
+        batches = statistics.fmean(o.batches for o in group)
+        lines.append(f"| {name} | {len(group)} | {cells} | {batches:.0f} |")
+    return "\n".join(lines)
+
+
+def by_label_table(outcomes: list[Outcome]) -> str:
+    """Per row name: the mean over seeds of ``psnr_by_label`` (dB)."""
+    labels = list(outcomes[0].metrics["psnr_by_label"])
+    lines = ["| method | " + " | ".join(labels) + " |", "|" + "---|" * (len(labels) + 1)]
+    for name in dict.fromkeys(o.run.name for o in outcomes):
+        cells = []
+        for label in labels:
+            values = [o.metrics["psnr_by_label"][label] for o in outcomes if o.run.name == name]
+            values = [v for v in values if v is not None]
+            cells.append(f"{statistics.fmean(values):.2f}" if values else "n/a")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="benchmark dataset with a paired test split and sequences")
-    parser.add_argument("--budget-seconds", type=int, default=3600, help="training wall-clock budget per method")
+    parser.add_argument("--budget-seconds", type=int, default=3600, help="training wall-clock budget per run")
     parser.add_argument("--methods", nargs="*", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0], help="train every row once per seed")
     parser.add_argument("--runs", type=Path, default=Path("outputs/results"), help="where the runs go")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "docs" / "results.md")
     parser.add_argument("--cpu", action="store_true", help="train on the CPU (frames instead of rendering)")
     parser.add_argument("--concurrent", action="store_true",
-                        help="train all methods at once on the one GPU (each gets a share of it for the same time)")
+                        help="train all runs at once, spread over the visible GPUs (each gets a share of its GPU "
+                             "for the same time); otherwise one run at a time per GPU")
     parser.add_argument("--variant", nargs="+", action="append", default=[], metavar=("NAME", "OVERRIDE"),
                         help="an extra row: NAME, then Hydra overrides added to full TRITON's (repeatable)")
     args = parser.parse_args()
 
-    runs = [(method, METHODS[method]) for method in args.methods] + [(v[0], v[1:]) for v in args.variant]
-    commands = {method: [sys.executable, "-m", "triton_s2r.train",
-                         *base_overrides(args.data, args.budget_seconds, args.runs / method, not args.cpu,
-                                         method == "oracle"), *overrides]
-                for method, overrides in runs}
-    train_seconds = (train_concurrently if args.concurrent else train_in_turn)(commands)
-    rows = []
-    for method, seconds in train_seconds.items():
-        run_dir = args.runs / method
-        metrics_path = run_dir / "metrics.json"
-        subprocess.run([sys.executable, "-m", "triton_s2r.cli", "eval", str(run_dir), args.data, "--out",
-                        str(metrics_path)], check=True)
-        result = json.loads(metrics_path.read_text())
-        state = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
-        batches = int(state["state_dict"]["batches_done"])
-        rows.append((method, result, seconds, batches))
-        print(f"| {method} | " + " | ".join(f"{result[k]:.4f}" for k in COLUMNS) + f" | {seconds:.0f} | {batches} |",
-              flush=True)
+    rows = [(method, METHODS[method]) for method in args.methods] + [(v[0], v[1:]) for v in args.variant]
+    gpus = [None] if args.cpu else [str(i) for i in range(max(1, torch.cuda.device_count()))]
+    # Row r with the s-th seed goes to GPU (r + s) mod n, so every GPU hosts a mix of rows.
+    runs = [(Run(name, seed, tuple(overrides), args.runs / f"{name}-seed{seed}"), gpus[(r + s) % len(gpus)])
+            for s, seed in enumerate(args.seeds) for r, (name, overrides) in enumerate(rows)]
+    with ThreadPoolExecutor(max_workers=len(runs) if args.concurrent else len(gpus)) as pool:
+        futures = [pool.submit(train_and_evaluate, run, args.data, args.budget_seconds, gpu) for run, gpu in runs]
+        outcomes = [future.result() for future in futures]
 
-    header = "| method | " + " | ".join(COLUMNS) + " | train wall s | batches |"
-    lines = [header, "|" + "---|" * (len(COLUMNS) + 3)]
-    for method, result, seconds, batches in rows:
-        values = " | ".join(f"{result[k]:.4f}" for k in COLUMNS)
-        lines.append(f"| {method} | {values} | {seconds:.0f} | {batches} |")
-    names = list(rows[0][1]["psnr_by_label"])
-    by_label = ["| method | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 1)]
-    for method, result, _, _ in rows:
-        values = (result["psnr_by_label"][n] for n in names)
-        by_label.append(f"| {method} | " + " | ".join("n/a" if v is None else f"{v:.2f}" for v in values) + " |")
-    real = rows[0][1]
+    per_run = ["| method | seed | " + " | ".join(COLUMNS) + " | train wall s | batches |",
+               "|" + "---|" * (len(COLUMNS) + 4), *map(run_row, outcomes)]
+    real = outcomes[0].metrics
     text = (
-        f"# Results\n\n- card: {machine()}\n- command: `python -m benchmarks.results "
+        f"# Results\n\n- card: {machine()} x{len(gpus)}\n- command: `python -m benchmarks.results "
         f"{' '.join(shlex.quote(a) for a in sys.argv[1:])}`\n- date: {datetime.date.today().isoformat()}, "
-        f"commit {commit()}\n- dataset: {args.data}; budget {args.budget_seconds} s of training per method\n\n"
+        f"commit {commit()}\n- dataset: {args.data}; budget {args.budget_seconds} s of training per run\n\n"
         "PSNR and SSIM: higher is better (translation vs the paired path-traced frame); `_masked`: objects and "
         "robot only. Surface consistency and warp error: lower is better; the real frames' own levels are "
-        f"{real['surface_consistency_real']:.4f} and {real['warp_error_real']:.4f}.\n\n" + "\n".join(lines) + "\n"
-        "\nPSNR per label (dB, `psnr_by_label`):\n\n" + "\n".join(by_label) + "\n"
+        f"{real['surface_consistency_real']:.4f} and {real['warp_error_real']:.4f}.\n\n"
+        f"Mean ± standard deviation over seeds:\n\n{summary_table(outcomes)}\n\n"
+        f"Every run:\n\n" + "\n".join(per_run) + "\n\n"
+        f"PSNR per label (dB, `psnr_by_label`, mean over seeds):\n\n{by_label_table(outcomes)}\n"
     )
     args.out.write_text(text)
     print(text)
