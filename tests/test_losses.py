@@ -309,7 +309,7 @@ def translation_losses(texture):
 )
 def test_every_generator_loss_trains_the_texture(texture_kind):
     if texture_kind == "neural":
-        texture = NeuralTexture(NUM_LABELS, num_frequencies=8, frequency_scale=2.0, hidden_channels=8, init="kaiming")
+        texture = NeuralTexture(NUM_LABELS, num_frequencies=8, frequency_scale=2.0, hidden_channels=8)
     else:
         texture = RasterTexture(NUM_LABELS, resolution=16, num_mip_levels=2)
     parameters = list(texture.parameters())

@@ -91,8 +91,7 @@ def test_texture_packing_is_sync_free_and_matches_cpu() -> None:
     """The per-pixel neural texture gives the CPU's values on CUDA without any device synchronisation."""
     from triton_s2r.models import NeuralTexture
 
-    texture = NeuralTexture(num_labels=5, num_frequencies=16, hidden_channels=32, tile_size=256, init="kaiming",
-                            seed=1)
+    texture = NeuralTexture(num_labels=5, num_frequencies=16, hidden_channels=32, tile_size=256, seed=1)
     uv, label = torch.rand(2, 2, 40, 48), torch.randint(0, 6, (2, 40, 48))
     expected = texture(uv, label)
     cuda = texture.cuda()

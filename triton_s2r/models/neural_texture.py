@@ -8,11 +8,7 @@ in METHOD.md §10:
 * no BatchNorm in the MLP, so train and eval outputs are identical;
 * the MLP is queried at each pixel's exact UV (``sampling="exact"``), not on a 256² raster looked up with
   nearest texels; ``sampling="baked"`` instead evaluates the MLP on a raster and samples it bilinearly;
-* the frequencies B come from ``seed`` and are a persistent buffer, so a state dict reproduces the texture;
-* by default the last layer starts at zero (``init="flat"``), so every texture starts as uniform grey
-  (sigmoid(0) = 0.5) and gains structure only from gradients. The reference's Kaiming-initialised last layer
-  (``init="kaiming"``) starts every texture as high-frequency colour noise, which the translator must first
-  learn to reproduce and the surface losses then keep (docs/results.md, "A flat start for the textures").
+* the frequencies B come from ``seed`` and are a persistent buffer, so a state dict reproduces the texture.
 
 All K MLPs run together: their weights are stacked as (K, in, out) tensors. For per-pixel queries the
 pixels are sorted by label and packed into tiles of ``tile_size`` rows, each tile holding pixels of one
@@ -83,10 +79,8 @@ class NeuralTexture(nn.Module):
         bake_resolution: raster side used by ``sampling="baked"``.
         tile_size: rows per single-label tile in exact sampling (a speed/memory knob; no effect on
             the result beyond float rounding).
-        init: ``"flat"`` (default): hidden layers Kaiming-normal, last layer zero, so every texture starts
-            as uniform 0.5 grey; ``"kaiming"``: every layer Kaiming-normal (reference), so textures start
-            as random colour noise. Biases start at zero either way.
-        seed: seeds the frequencies and the initial MLP weights, independently of the global RNG.
+        seed: seeds the frequencies and the initial MLP weights (Kaiming-normal, zero bias, as the
+            reference), independently of the global RNG.
     """
 
     def __init__(
@@ -100,14 +94,11 @@ class NeuralTexture(nn.Module):
         sampling: str = "exact",
         bake_resolution: int = 256,
         tile_size: int = 4096,
-        init: str = "flat",
         seed: int = 0,
     ) -> None:
         super().__init__()
         if sampling not in ("exact", "baked"):
             raise ValueError(f"sampling must be 'exact' or 'baked', got {sampling!r}")
-        if init not in ("flat", "kaiming"):
-            raise ValueError(f"init must be 'flat' or 'kaiming', got {init!r}")
         if num_labels < 1:
             raise ValueError(f"num_labels must be >= 1, got {num_labels}")
         self.num_labels = num_labels
@@ -123,12 +114,11 @@ class NeuralTexture(nn.Module):
         widths = [2 * num_frequencies] + [hidden_channels] * num_hidden_layers + [out_channels]
         self.weights = nn.ParameterList()
         self.biases = nn.ParameterList()
-        for index, (fan_in, fan_out) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
+        for fan_in, fan_out in zip(widths[:-1], widths[1:], strict=True):
             std = math.sqrt(2.0 / fan_in)  # Kaiming-normal, fan_in mode, ReLU gain
-            weight = torch.randn(num_labels, fan_in, fan_out, generator=generator) * std
-            if init == "flat" and index == len(widths) - 2:
-                weight.zero_()  # drawn anyway, so both inits give the hidden layers the same weights
-            self.weights.append(nn.Parameter(weight))
+            self.weights.append(
+                nn.Parameter(torch.randn(num_labels, fan_in, fan_out, generator=generator) * std)
+            )
             self.biases.append(nn.Parameter(torch.zeros(num_labels, 1, fan_out)))
 
     def encode(self, uv: Tensor) -> Tensor:
