@@ -25,6 +25,7 @@ import argparse
 import datetime
 import json
 import os
+import queue
 import shlex
 import statistics
 import subprocess
@@ -81,9 +82,9 @@ def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool, pai
     ]
 
 
-def train_and_evaluate(run: Run, data: str, budget_seconds: int, gpu: str | None) -> Outcome:
-    """Train ``run`` (on GPU index ``gpu``, or the CPU when None), then evaluate it on ``data``."""
-    env = dict(os.environ, **({"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {}))
+def train_and_evaluate(run: Run, data: str, budget_seconds: int, gpu: str | None, threads: int) -> Outcome:
+    """Train ``run`` (on GPU index ``gpu``, or the CPU when None) with ``threads`` CPU threads, then evaluate it."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), **({"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {}))
     train = [sys.executable, "-m", "triton_s2r.train",
              *base_overrides(data, budget_seconds, run.run_dir, gpu is not None, run.name == "oracle"),
              *run.overrides, f"seed={run.seed}"]
@@ -159,8 +160,25 @@ def main() -> None:
     # Row r with the s-th seed goes to GPU (r + s) mod n, so every GPU hosts a mix of rows.
     runs = [(Run(name, seed, tuple(overrides), args.runs / f"{name}-seed{seed}"), gpus[(r + s) % len(gpus)])
             for s, seed in enumerate(args.seeds) for r, (name, overrides) in enumerate(rows)]
-    with ThreadPoolExecutor(max_workers=len(runs) if args.concurrent else len(gpus)) as pool:
-        futures = [pool.submit(train_and_evaluate, run, args.data, args.budget_seconds, gpu) for run, gpu in runs]
+    workers = len(runs) if args.concurrent else len(gpus)
+    threads = max(1, len(os.sched_getaffinity(0)) // workers)  # runs at once share the cores, not oversubscribe
+    free_gpus: queue.Queue = queue.Queue()
+    for gpu in gpus:
+        free_gpus.put(gpu)
+
+    def on_next_free_gpu(run: Run) -> Outcome:
+        gpu = free_gpus.get()
+        try:
+            return train_and_evaluate(run, args.data, args.budget_seconds, gpu, threads)
+        finally:
+            free_gpus.put(gpu)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        if args.concurrent:
+            futures = [pool.submit(train_and_evaluate, run, args.data, args.budget_seconds, gpu, threads)
+                       for run, gpu in runs]
+        else:
+            futures = [pool.submit(on_next_free_gpu, run) for run, _ in runs]
         outcomes = [future.result() for future in futures]
 
     per_run = ["| method | seed | " + " | ".join(COLUMNS) + " | train wall s | batches |",
