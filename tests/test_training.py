@@ -117,6 +117,17 @@ def test_tiny_run_leaves_config_checkpoint_and_previews(tiny_data, tmp_path) -> 
     assert Translator.from_run_dir(run_dir, checkpoint="best", device="cpu").num_labels == 9
 
 
+def test_surface_losses_join_after_the_configured_batches(tiny_data, tmp_path) -> None:
+    run_dir = run(tmp_path, "late", tiny_data, "logger=csv", "loss.surface_losses_from=6")
+    metrics = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()
+    header = metrics[0].split(",")
+    rows = [dict(zip(header, row.split(","), strict=True)) for row in metrics[1:]]
+    batches = [row for row in rows if row["train/adversarial"]]  # one row per training batch
+    assert len(batches) == 10
+    for term in ("train/surface_consistency", "train/texture_reality"):
+        assert [bool(row[term]) for row in batches] == [False] * 6 + [True] * 4
+
+
 def test_resume_continues_exactly(tiny_data, tmp_path) -> None:
     """N+M batches in one go equal N, then M after a resume: weights, optimiser moments, weight average."""
     ema = "system.ema_decay=0.9"

@@ -69,6 +69,10 @@ class TritonSystem(pl.LightningModule):
         texture_reality_target: ``"projection"`` (paper: π) or ``"sim_input"`` (reference code: x_a[:3]).
         texture_reality_trains: which side ℓTR trains: ``"both"`` (paper), ``"texture"`` (the translation is
             detached) or ``"translator"`` (the target is detached).
+        surface_losses_from: ℓUC and ℓTR join the objective after this many batches (0: from the first, as
+            the paper). Before that textures and translator train with the MUNIT terms only, so the
+            translator learns realistic colours before the surface losses tie it to the textures (a
+            reference dev run likewise turned ℓUC on at 60k batches, METHOD.md §5.2).
         lr: learning rate of generators and discriminators. Reference: 1e-4.
         texture_lr_factor: texture learning rate = lr x this. Reference: 10.
         betas: Adam betas. Reference: (0.5, 0.999).
@@ -114,6 +118,7 @@ class TritonSystem(pl.LightningModule):
         surface_color_normalization_eps: float | None = None,
         texture_reality_target: str = "projection",
         texture_reality_trains: str = "both",
+        surface_losses_from: int = 0,
         lr: float = 1e-4,
         texture_lr_factor: float = 10.0,
         betas: tuple[float, float] = (0.5, 0.999),
@@ -348,6 +353,7 @@ class TritonSystem(pl.LightningModule):
     def _generator_terms(self, out: dict[str, Tensor]) -> dict[str, Tensor]:
         """Unweighted generator + texture terms under their paper names (terms with weight 0 skipped)."""
         h, m, w = self.hparams, self.model, self.loss_weights
+        surface_losses_on = self._batches >= h.surface_losses_from
         sim_range = 2.0 * max(1.0, m.sim_input.hint_multiplier + m.sim_input.texture_multiplier)
         x_a, real, x_ab, x_ba = out["x_a"], out["real"], out["x_ab"], out["x_ba"]
 
@@ -373,11 +379,11 @@ class TritonSystem(pl.LightningModule):
                 terms["cycle"] = (omega(m.generator_sim.decode(c_ab), x_a, sim_range)
                                   + omega(m.generator_real.decode(c_ba), real, 2.0))
         with torch.autocast(self.device.type, enabled=False):
-            if w["surface_consistency"]:
+            if w["surface_consistency"] and surface_losses_on:
                 terms["surface_consistency"] = surface_consistency_loss(
                     x_ab.float(), out["uv"], out["label"], m.num_labels, h.surface_grid_size,
                     color_normalization_eps=h.surface_color_normalization_eps)
-            if w["texture_reality"]:
+            if w["texture_reality"] and surface_losses_on:
                 target = texture_reality_target(out["projection"].float(), x_a.float(), h.texture_reality_target)
                 data_range = 2.0 if h.texture_reality_target == "projection" else sim_range
                 terms["texture_reality"] = self._texture_reality_loss(
