@@ -156,6 +156,7 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
         f"data.steps_per_epoch={(steps + warmup) * devices}", "data.num_workers=4", f"trainer.precision={precision}",
         "system.resolution_schedule=[[0,256]]", "system.preview_every_n_batches=100000", "data.val_frames=0",
         f"system.compile={str(compile_).lower()}", "system.compile_mode=default", "logger=none",
+        "loss.surface_losses_from=0",  # time the full step, every loss term included
         "hydra.run.dir=/tmp/bench_train", *extra,
     ]
     with initialize_config_module("triton_s2r.conf", version_base="1.3"):
