@@ -16,7 +16,9 @@ the same dataset. The unpaired methods render their sim batches in the loop on a
 paired ``oracle`` reads the UVL frames and photos of train_real. Runs go to the visible GPUs in turn
 (``CUDA_VISIBLE_DEVICES``); without ``--concurrent`` each GPU trains one run at a time. Writes a markdown
 file (docs/results.md by default) with the card, command, date and commit: one row per run, and with
-several seeds the mean and standard deviation of each method over them.
+several seeds the mean and standard deviation of each method over them. Rerun with the same ``--runs`` after
+an interruption, it keeps every run that finished training (and every evaluation that finished) and redoes
+only the rest.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.report import commit, machine
+from triton_s2r.utils.files import atomic_write
 
 METHODS = {  # method -> extra overrides
     "triton": [],
@@ -85,15 +88,20 @@ def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool, pai
 def train_and_evaluate(run: Run, data: str, budget_seconds: int, gpu: str | None, threads: int) -> Outcome:
     """Train ``run`` (on GPU index ``gpu``, or the CPU when None) with ``threads`` CPU threads, then evaluate it."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), **({"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {}))
-    train = [sys.executable, "-m", "triton_s2r.train",
-             *base_overrides(data, budget_seconds, run.run_dir, gpu is not None, run.name == "oracle"),
-             *run.overrides, f"seed={run.seed}"]
-    start = time.perf_counter()
-    subprocess.run(train, check=True, env=env)
-    seconds = time.perf_counter() - start
+    trained = run.run_dir / "train_seconds.txt"  # written when training ends: a rerun skips finished steps
+    if not trained.is_file():
+        train = [sys.executable, "-m", "triton_s2r.train",
+                 *base_overrides(data, budget_seconds, run.run_dir, gpu is not None, run.name == "oracle"),
+                 *run.overrides, f"seed={run.seed}"]
+        start = time.perf_counter()
+        subprocess.run(train, check=True, env=env)
+        with atomic_write(trained) as tmp:
+            tmp.write_text(f"{time.perf_counter() - start:.1f}\n")
+    seconds = float(trained.read_text())
     metrics_path = run.run_dir / "metrics.json"
-    subprocess.run([sys.executable, "-m", "triton_s2r.cli", "eval", str(run.run_dir), data, "--out",
-                    str(metrics_path)], check=True, env=env)
+    if not metrics_path.is_file():
+        subprocess.run([sys.executable, "-m", "triton_s2r.cli", "eval", str(run.run_dir), data, "--out",
+                        str(metrics_path)], check=True, env=env)
     state = torch.load(run.run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
     outcome = Outcome(run, json.loads(metrics_path.read_text()), seconds, int(state["state_dict"]["batches_done"]))
     print(run_row(outcome), flush=True)
