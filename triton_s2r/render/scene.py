@@ -114,8 +114,9 @@ class Scene:
                     f"outside the label table's 1..{self.labels.num_labels}"
                 )
         overlapping: dict[int, set[str]] = {}  # label -> objects whose UVs overlap another object's of it
-        for a, b in itertools.combinations(self.objects, 2):
-            if a.label == b.label and _uv_boxes_overlap(a.mesh, b.mesh) and not _same_uv_layout(a.mesh, b.mesh):
+        uv_boxes = [(obj.mesh.v_uv.min(0).values, obj.mesh.v_uv.max(0).values) for obj in self.objects]
+        for (a, box_a), (b, box_b) in itertools.combinations(zip(self.objects, uv_boxes, strict=True), 2):
+            if a.label == b.label and _boxes_overlap(box_a, box_b) and not _same_uv_layout(a.mesh, b.mesh):
                 overlapping.setdefault(a.label, set()).update((a.name, b.name))
         for label, names in overlapping.items():
             warnings.warn(
@@ -204,9 +205,9 @@ class FrameState:
         return FrameState(self.object_poses.to(device), self.camera.to(device))
 
 
-def _uv_boxes_overlap(a: Mesh, b: Mesh) -> bool:
-    """Whether the bounding boxes of two meshes' UVs overlap (a cheap, conservative test)."""
-    (a_lo, a_hi), (b_lo, b_hi) = ((m.v_uv.min(0).values, m.v_uv.max(0).values) for m in (a, b))
+def _boxes_overlap(a: tuple[Tensor, Tensor], b: tuple[Tensor, Tensor]) -> bool:
+    """Whether two UV bounding boxes, each (lower (2,), upper (2,)), overlap (a cheap, conservative test)."""
+    (a_lo, a_hi), (b_lo, b_hi) = a, b
     return bool(((a_lo < b_hi) & (b_lo < a_hi)).all())
 
 
