@@ -128,34 +128,6 @@ def test_surface_losses_join_after_the_configured_batches(tiny_data, tmp_path) -
         assert [bool(row[term]) for row in batches] == [False] * 6 + [True] * 4
 
 
-def test_texture_enters_the_input_after_the_configured_batches() -> None:
-    """Until ``texture_input_from`` x_a holds no texture and ℓTR trains the texture alone; then π fades in."""
-    cfg = composed(["experiment=tiny", "loss.texture_input_from=3", "loss.texture_input_ramp=2",
-                    "loss.surface_losses_from=5"])
-    system = instantiate(cfg.system, **OmegaConf.to_container(cfg.loss), model=instantiate(cfg.model.translator),
-                         discriminator_sim=instantiate(cfg.model.discriminator_sim),
-                         discriminator_real=instantiate(cfg.model.discriminator_real))
-    generator = list(system.model.generator_real.parameters())
-    texture = list(system.model.texture.parameters())
-    torch.manual_seed(0)
-    uv, label = torch.rand(2, 2, 32, 32), torch.randint(0, 10, (2, 32, 32))
-    real = torch.rand(2, 3, 32, 32) * 2 - 1
-    for batches, scale in [(0, 0.0), (2, 0.0), (3, 0.5), (4, 1.0), (9, 1.0)]:
-        system._batches = batches
-        out = system._forward(uv, label, 1, real)
-        hint = out["x_a"][:, 3:6]
-        torch.testing.assert_close(out["x_a"][:, :3], hint + scale * out["projection"][:, :3])
-        terms = system._generator_terms(out)
-        assert ("surface_consistency" in terms) == (batches >= 5)
-        assert ("texture_reality" in terms) == (batches < 3 or batches >= 5)
-        if "texture_reality" not in terms:
-            continue
-        grads = torch.autograd.grad(terms["texture_reality"], generator + texture, allow_unused=True)
-        generator_moved = any(g is not None and g.abs().sum() > 0 for g in grads[:len(generator)])
-        assert generator_moved == (batches >= 5)  # before: the translation is detached in ℓTR
-        assert all(g is not None for g in grads[len(generator):]) and any(g.abs().sum() > 0 for g in grads[len(generator):])
-
-
 def test_resume_continues_exactly(tiny_data, tmp_path) -> None:
     """N+M batches in one go equal N, then M after a resume: weights, optimiser moments, weight average."""
     ema = "system.ema_decay=0.9"

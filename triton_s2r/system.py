@@ -73,10 +73,6 @@ class TritonSystem(pl.LightningModule):
             the paper). Before that textures and translator train with the MUNIT terms only, so the
             translator learns realistic colours before the surface losses tie it to the textures (a
             reference dev run likewise turned ℓUC on at 60k batches, METHOD.md §5.2).
-        texture_input_from: batches before π enters x_a (0: from the first, as the paper). Until then the
-            translator trains without the texture (as ``no_texture``) and ℓTR trains the texture alone
-            towards the translation (translation detached), so the texture enters already realistic.
-        texture_input_ramp: after ``texture_input_from``, π fades into x_a linearly over this many batches.
         lr: learning rate of generators and discriminators. Reference: 1e-4.
         texture_lr_factor: texture learning rate = lr x this. Reference: 10.
         betas: Adam betas. Reference: (0.5, 0.999).
@@ -123,8 +119,6 @@ class TritonSystem(pl.LightningModule):
         texture_reality_target: str = "projection",
         texture_reality_trains: str = "both",
         surface_losses_from: int = 0,
-        texture_input_from: int = 0,
-        texture_input_ramp: int = 0,
         lr: float = 1e-4,
         texture_lr_factor: float = 10.0,
         betas: tuple[float, float] = (0.5, 0.999),
@@ -149,9 +143,6 @@ class TritonSystem(pl.LightningModule):
         if unknown:
             raise ValueError(f"unknown loss terms {sorted(unknown)} for {type(self).__name__}; "
                              f"its terms are {self.loss_terms}")
-        if texture_input_from > 0 and texture_reality_target != "projection":
-            raise ValueError("loss.texture_input_from > 0 needs loss.texture_reality_target=projection: ℓTR "
-                             "teaches the texture while π is out of x_a, and x_a[:3] then holds no texture")
         self.save_hyperparameters(ignore=["model", "discriminator_sim", "discriminator_real"])
         self.automatic_optimization = False
         self.model = model
@@ -316,19 +307,11 @@ class TritonSystem(pl.LightningModule):
         """Texture once, then both translations and the codes every loss needs."""
         m = self.model
         sample = m.sample_texture(uv, label, supersample)
-        x_a, projection = m.sim_image(sample, self._texture_scale())
+        x_a, projection = m.sim_image(sample)
         c_a, c_b = m.generator_sim.encode(x_a), m.generator_real.encode(real)
         x_ab, x_ba = m.generator_real.decode(c_a), m.generator_sim.decode(c_b)
         return {"uv": sample.uv, "label": sample.label, "x_a": x_a, "projection": projection, "real": real,
                 "c_a": c_a, "c_b": c_b, "x_ab": x_ab, "x_ba": x_ba}
-
-    def _texture_scale(self) -> float:
-        """How much of π enters x_a at this batch: 0 before ``texture_input_from``, then up to 1 over the ramp."""
-        h = self.hparams
-        entered = self._batches - h.texture_input_from
-        if entered < 0:
-            return 0.0
-        return min(1.0, (entered + 1) / h.texture_input_ramp) if h.texture_input_ramp > 0 else 1.0
 
     def _discriminator_loss(self, out: dict[str, Tensor]) -> Tensor:
         """LSGAN/hinge D loss on the detached translations of this batch's forward pass."""
@@ -400,13 +383,11 @@ class TritonSystem(pl.LightningModule):
                 terms["surface_consistency"] = surface_consistency_loss(
                     x_ab.float(), out["uv"], out["label"], m.num_labels, h.surface_grid_size,
                     color_normalization_eps=h.surface_color_normalization_eps)
-            texture_out = self._batches < h.texture_input_from  # ℓTR is then the texture's only teacher
-            if w["texture_reality"] and (surface_losses_on or texture_out):
+            if w["texture_reality"] and surface_losses_on:
                 target = texture_reality_target(out["projection"].float(), x_a.float(), h.texture_reality_target)
                 data_range = 2.0 if h.texture_reality_target == "projection" else sim_range
                 terms["texture_reality"] = self._texture_reality_loss(
-                    x_ab.float(), target, out["label"], h.criterion, data_range,
-                    "texture" if texture_out else h.texture_reality_trains)
+                    x_ab.float(), target, out["label"], h.criterion, data_range, h.texture_reality_trains)
         return terms
 
     def _logits(self, discriminator: MultiScaleDiscriminator, image: Tensor) -> list[Tensor]:

@@ -89,14 +89,13 @@ class SimInput(nn.Module):
         """Channels of x_a: 3 (hint + texture) + 3 (hint) + extra texture channels."""
         return 6 + self.texture_channels - 3
 
-    def forward(self, texture: Tensor, uv: Tensor, label: Tensor, texture_scale: float = 1.0) -> Tensor:
+    def forward(self, texture: Tensor, uv: Tensor, label: Tensor) -> Tensor:
         """Build x_a.
 
         Args:
             texture: (B, C, H, W) sampled texture in about [0, 1], zero at void pixels.
             uv: (B, 2, H, W) float; u, v in [0, 1].
             label: (B, H, W) int64; 0 = void, 1..K = objects.
-            texture_scale: in [0, 1], multiplies m_t (training fades the texture in with it; 1 otherwise).
 
         Returns:
             (B, 6 + C - 3, H, W) float32: channels 0-2 ``hint·m_h + π[:3]·m_t`` (range
@@ -106,7 +105,7 @@ class SimInput(nn.Module):
             raise ValueError(f"expected a {self.texture_channels}-channel texture, got {texture.shape[1]}")
         hint = uvl_hint(uv, label, self.num_labels)
         # float32 keeps the UV hint precise under autocast; the convolutions cast as they need.
-        projection = texture_projection(texture.float(), label) * (self.texture_multiplier * texture_scale)
+        projection = texture_projection(texture.float(), label) * self.texture_multiplier
         return torch.cat([hint * self.hint_multiplier + projection[:, :3], hint, projection[:, 3:]], dim=1)
 
     def extra_repr(self) -> str:

@@ -86,14 +86,13 @@ class TritonModel(nn.Module):
             uv, label = uv[..., ::supersample, ::supersample], label[..., ::supersample, ::supersample]
         return SimBatch(uv=uv, label=label, texture=texture)
 
-    def sim_image(self, batch: SimBatch, texture_scale: float = 1.0) -> tuple[Tensor, Tensor]:
-        """x_a (with π scaled by ``texture_scale`` in [0, 1], see ``SimInput``) and the texture projection π.
+    def sim_image(self, batch: SimBatch) -> tuple[Tensor, Tensor]:
+        """x_a and the texture projection π of a batch.
 
         Returns:
             ``(x_a, projection)``: (B, 6 + C - 3, H, W) and (B, C, H, W) in [-1, 1] (zero on void).
         """
-        return (self.sim_input(batch.texture, batch.uv, batch.label, texture_scale),
-                texture_projection(batch.texture, batch.label))
+        return self.sim_input(batch.texture, batch.uv, batch.label), texture_projection(batch.texture, batch.label)
 
     def translate(self, x_a: Tensor) -> Tensor:
         """Sim -> real: x_ab = G_B(E_A(x_a)), (B, 6 + C - 3, H, W) -> (B, 3, H, W) in [-1, 1]."""
