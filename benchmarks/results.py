@@ -121,12 +121,18 @@ def mean_and_spread(values: list[float]) -> str:
     return f"{statistics.fmean(values):.4f} ± {statistics.stdev(values):.4f}"
 
 
+def by_row(outcomes: list[Outcome]) -> dict[str, list[Outcome]]:
+    """The outcomes grouped by row name (method or variant), rows in their first-seen order."""
+    groups: dict[str, list[Outcome]] = {}
+    for outcome in outcomes:
+        groups.setdefault(outcome.run.name, []).append(outcome)
+    return groups
+
+
 def summary_table(outcomes: list[Outcome]) -> str:
     """Per row name: every metric's mean ± standard deviation over its seeds, and the mean batches."""
-    names = list(dict.fromkeys(o.run.name for o in outcomes))
     lines = ["| method | seeds | " + " | ".join(COLUMNS) + " | batches |", "|" + "---|" * (len(COLUMNS) + 3)]
-    for name in names:
-        group = [o for o in outcomes if o.run.name == name]
+    for name, group in by_row(outcomes).items():
         cells = " | ".join(mean_and_spread([o.metrics[k] for o in group]) for k in COLUMNS)
         batches = statistics.fmean(o.batches for o in group)
         lines.append(f"| {name} | {len(group)} | {cells} | {batches:.0f} |")
@@ -137,11 +143,10 @@ def by_label_table(outcomes: list[Outcome]) -> str:
     """Per row name: the mean over seeds of ``psnr_by_label`` (dB)."""
     labels = list(outcomes[0].metrics["psnr_by_label"])
     lines = ["| method | " + " | ".join(labels) + " |", "|" + "---|" * (len(labels) + 1)]
-    for name in dict.fromkeys(o.run.name for o in outcomes):
+    for name, group in by_row(outcomes).items():
         cells = []
         for label in labels:
-            values = [o.metrics["psnr_by_label"][label] for o in outcomes if o.run.name == name]
-            values = [v for v in values if v is not None]
+            values = [v for o in group if (v := o.metrics["psnr_by_label"][label]) is not None]
             cells.append(f"{statistics.fmean(values):.2f}" if values else "n/a")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
