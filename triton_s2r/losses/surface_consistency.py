@@ -85,7 +85,6 @@ def surface_consistency_loss(
     eps: float = 1e-8,
     color_normalization_eps: float | None = None,
     min_views: int = 2,
-    margin: float = 0.0,
 ) -> Tensor:
     """ℓUC: weighted std of each texel's colour across the images of the batch.
 
@@ -99,18 +98,13 @@ def surface_consistency_loss(
         color_normalization_eps: if set, divide each per-image texel colour by (its L2 norm + this)
             before the statistics (the reference code used 0.1; the paper has no such step). None = off.
         min_views: texels seen (with non-zero splat weight) by fewer images are ignored; at least 2.
-        margin: a texel's std counts only above this (hinge, in the image's units: 0.02 of the [-1, 1]
-            range is 1% of it); 0 = the paper's loss. Differences between views smaller than the margin
-            cost nothing, so the loss stops holding colours that are already consistent enough.
 
     Returns:
-        Scalar float32 ≥ 0, unweighted: the mean std (less the margin) over channels and valid texels; 0
-        (still attached to the graph) when no texel is seen by ``min_views`` images.
+        Scalar float32 ≥ 0, unweighted: the mean std over channels and valid texels; 0 (still attached
+        to the graph) when no texel is seen by ``min_views`` images.
     """
     if min_views < 2:
         raise ValueError(f"min_views must be >= 2 (a std needs two views), got {min_views}")
-    if margin < 0:
-        raise ValueError(f"margin must be >= 0, got {margin}")
     texel_mean, texel_weight = unproject_to_texels(image, uv, label, num_labels, grid_size)
     if color_normalization_eps is not None:
         texel_mean = texel_mean / (texel_mean.norm(dim=2, keepdim=True) + color_normalization_eps)
@@ -123,8 +117,6 @@ def surface_consistency_loss(
     mean = (weight * texel_mean).sum(dim=0) / safe_total  # (K, C, D, D)
     variance = (weight * (texel_mean - mean) ** 2).sum(dim=0) / safe_total
     std = torch.sqrt(variance + eps) - eps**0.5
-    if margin:
-        std = (std - margin).clamp(min=0)
 
     channels = texel_mean.shape[2]
     valid_count = valid.sum() * channels
