@@ -79,6 +79,23 @@ def test_neural_texture_all_void_gives_zeros_and_keeps_graph():
     assert all(torch.all(weight.grad == 0) for weight in texture.weights)
 
 
+def test_neural_texture_grey_start_is_uniform_and_learns():
+    uv, label = make_gbuffer()
+    texture = tiny_texture(output_init_scale=0.0)
+    solid = label > 0
+    assert torch.all(texture(uv, label).permute(0, 2, 3, 1)[solid] == 0.5)
+    target = torch.rand(2, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    optimizer = torch.optim.Adam(texture.parameters(), lr=1e-2)
+    for _ in range(20):
+        optimizer.zero_grad()
+        ((texture(uv, label) - target).abs().permute(0, 2, 3, 1)[solid]).mean().backward()
+        optimizer.step()
+    out = texture(uv, label).permute(0, 2, 3, 1)[solid]
+    assert out.std() > 0.01  # no longer uniform: the gradient reached past the zeroed last layer
+    with pytest.raises(ValueError, match="output_init_scale"):
+        tiny_texture(output_init_scale=-1.0)
+
+
 def test_neural_texture_is_deterministic_for_a_seed_and_state_dict_reproduces_it():
     uv, label = make_gbuffer()
     first, second, other = tiny_texture(seed=7), tiny_texture(seed=7), tiny_texture(seed=8)

@@ -81,6 +81,9 @@ class NeuralTexture(nn.Module):
             the result beyond float rounding).
         seed: seeds the frequencies and the initial MLP weights (Kaiming-normal, zero bias, as the
             reference), independently of the global RNG.
+        output_init_scale: multiplies the initial weights of the last linear map. 1 (reference) starts every
+            texture as bright high-frequency noise; 0 starts them uniform grey (0.5, so π = 0 and x_a equals
+            the hint-only input of ``no_texture``), and they grow from the gradients.
     """
 
     def __init__(
@@ -95,8 +98,11 @@ class NeuralTexture(nn.Module):
         bake_resolution: int = 256,
         tile_size: int = 4096,
         seed: int = 0,
+        output_init_scale: float = 1.0,
     ) -> None:
         super().__init__()
+        if output_init_scale < 0:
+            raise ValueError(f"output_init_scale must be >= 0, got {output_init_scale}")
         if sampling not in ("exact", "baked"):
             raise ValueError(f"sampling must be 'exact' or 'baked', got {sampling!r}")
         if num_labels < 1:
@@ -114,8 +120,10 @@ class NeuralTexture(nn.Module):
         widths = [2 * num_frequencies] + [hidden_channels] * num_hidden_layers + [out_channels]
         self.weights = nn.ParameterList()
         self.biases = nn.ParameterList()
-        for fan_in, fan_out in zip(widths[:-1], widths[1:], strict=True):
+        for index, (fan_in, fan_out) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
             std = math.sqrt(2.0 / fan_in)  # Kaiming-normal, fan_in mode, ReLU gain
+            if index == len(widths) - 2:
+                std *= output_init_scale
             self.weights.append(
                 nn.Parameter(torch.randn(num_labels, fan_in, fan_out, generator=generator) * std)
             )
