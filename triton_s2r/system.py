@@ -42,7 +42,6 @@ from triton_s2r.models.triton import TritonModel, to_unit
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import FrameState
 
-CYCLE_SIM_TARGETS = ("sim_input", "hint")
 LOSS_TERMS = ("adversarial", "reconstruction", "content", "cycle", "surface_consistency", "texture_reality")
 #: Batches between reads of the non-finite step counters (each read waits for the GPU).
 NONFINITE_CHECK_EVERY = 10
@@ -74,10 +73,6 @@ class TritonSystem(pl.LightningModule):
             the paper). Before that textures and translator train with the MUNIT terms only, so the
             translator learns realistic colours before the surface losses tie it to the textures (a
             reference dev run likewise turned ℓUC on at 60k batches, METHOD.md §5.2).
-        cycle_sim_target: what the sim side of the cycle term, decode_sim(encode_real(x_ab)), must give back:
-            ``"sim_input"`` all of x_a (reference), so the translation has to carry the texture's colours
-            whether or not they are real; ``"hint"`` only x_a's hint channels (3-5: uv and label), so it has
-            to carry the geometry and its colours are left to the other terms.
         lr: learning rate of generators and discriminators. Reference: 1e-4.
         texture_lr_factor: texture learning rate = lr x this. Reference: 10.
         betas: Adam betas. Reference: (0.5, 0.999).
@@ -124,7 +119,6 @@ class TritonSystem(pl.LightningModule):
         texture_reality_target: str = "projection",
         texture_reality_trains: str = "both",
         surface_losses_from: int = 0,
-        cycle_sim_target: str = "sim_input",
         lr: float = 1e-4,
         texture_lr_factor: float = 10.0,
         betas: tuple[float, float] = (0.5, 0.999),
@@ -149,8 +143,6 @@ class TritonSystem(pl.LightningModule):
         if unknown:
             raise ValueError(f"unknown loss terms {sorted(unknown)} for {type(self).__name__}; "
                              f"its terms are {self.loss_terms}")
-        if cycle_sim_target not in CYCLE_SIM_TARGETS:
-            raise ValueError(f"loss.cycle_sim_target must be one of {CYCLE_SIM_TARGETS}, got {cycle_sim_target!r}")
         self.save_hyperparameters(ignore=["model", "discriminator_sim", "discriminator_real"])
         self.automatic_optimization = False
         self.model = model
@@ -384,10 +376,7 @@ class TritonSystem(pl.LightningModule):
                 terms["content"] = (omega(c_ab, out["c_a"], 1.0, h.content_criterion)
                                     + omega(c_ba, out["c_b"], 1.0, h.content_criterion))
             if w["cycle"]:
-                x_aba = m.generator_sim.decode(c_ab)
-                sim_cycle = (omega(x_aba[:, 3:6], x_a[:, 3:6], 2.0) if h.cycle_sim_target == "hint"
-                             else omega(x_aba, x_a, sim_range))
-                terms["cycle"] = (sim_cycle
+                terms["cycle"] = (omega(m.generator_sim.decode(c_ab), x_a, sim_range)
                                   + omega(m.generator_real.decode(c_ba), real, 2.0))
         with torch.autocast(self.device.type, enabled=False):
             if w["surface_consistency"] and surface_losses_on:
