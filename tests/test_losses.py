@@ -144,6 +144,23 @@ def test_colour_normalisation_ignores_per_frame_brightness():
     assert normalised < 0.05 * plain
 
 
+def test_colour_normalisation_offset_ignores_shading_of_any_colour():
+    # Shading scales the [0, 1] colour, (x + 1) / 2; with colours on both sides of mid-grey only the offset
+    # normalisation (of x + 1) is blind to it. Unshaded, the loss is not 0: views sample each texel at
+    # different points of the smooth colour.
+    uv, label = make_gbuffer()
+    image = surface_colour(uv, label)  # [-1, 1], crossing 0
+    brightness = torch.tensor([0.5, 1.0, 0.8, 0.65]).view(4, 1, 1, 1)
+    shaded = (image + 1) * brightness - 1
+
+    def loss(colours: torch.Tensor, offset: float) -> torch.Tensor:
+        return surface_consistency_loss(colours, uv, label, NUM_LABELS, GRID, color_normalization_eps=1e-6,
+                                        color_normalization_offset=offset)
+
+    assert loss(shaded, 0.0) > 20 * loss(image, 0.0)
+    torch.testing.assert_close(loss(shaded, 1.0), loss(image, 1.0), rtol=1e-3, atol=1e-5)
+
+
 @pytest.mark.parametrize("size, levels", [(256, 5), (128, 4), (64, 3), (32, 2), (16, 2), (11, 1), (10, 0)])
 def test_ms_ssim_levels_fit_the_image(size, levels):
     assert ms_ssim_levels(size, size) == levels

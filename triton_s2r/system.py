@@ -66,6 +66,8 @@ class TritonSystem(pl.LightningModule):
         content_criterion: Ω of the content term (on 8-channel codes).
         surface_grid_size: ℓUC texels per side per label. Reference: 128.
         surface_color_normalization_eps: ℓUC colour normalisation (reference code 0.1; None = off, paper).
+        surface_color_normalization_offset: added to the colours before that normalisation (reference 0; 1
+            makes ℓUC blind to per-view brightness, ``losses.surface_consistency``).
         texture_reality_target: ``"projection"`` (paper: π) or ``"sim_input"`` (reference code: x_a[:3]).
         texture_reality_trains: which side ℓTR trains: ``"both"`` (paper), ``"texture"`` (the translation is
             detached) or ``"translator"`` (the target is detached).
@@ -116,6 +118,7 @@ class TritonSystem(pl.LightningModule):
         content_criterion: str = "l1_ms_ssim",
         surface_grid_size: int = 128,
         surface_color_normalization_eps: float | None = None,
+        surface_color_normalization_offset: float = 0.0,
         texture_reality_target: str = "projection",
         texture_reality_trains: str = "both",
         surface_losses_from: int = 0,
@@ -382,7 +385,8 @@ class TritonSystem(pl.LightningModule):
             if w["surface_consistency"] and surface_losses_on:
                 terms["surface_consistency"] = surface_consistency_loss(
                     x_ab.float(), out["uv"], out["label"], m.num_labels, h.surface_grid_size,
-                    color_normalization_eps=h.surface_color_normalization_eps)
+                    color_normalization_eps=h.surface_color_normalization_eps,
+                    color_normalization_offset=h.surface_color_normalization_offset)
             if w["texture_reality"] and surface_losses_on:
                 target = texture_reality_target(out["projection"].float(), x_a.float(), h.texture_reality_target)
                 data_range = 2.0 if h.texture_reality_target == "projection" else sim_range

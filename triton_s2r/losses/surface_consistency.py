@@ -9,7 +9,9 @@ images that see it:
    (i + 0.5) / D, the sampling convention of the textures), accumulating colour and weight sums.
 2. **Per-image texel mean** ω[n, l, c, t] = colour sum / weight sum, with w[n, l, t] the weight sum.
 3. **Optional colour normalisation** (reference code, not the paper): ω / (‖ω‖₂ + ε_c), judging by hue
-   more than brightness as ε_c → 0.
+   more than brightness as ε_c → 0. The reference normalised the [-1, 1] colours themselves, so it is blind
+   to brightness only well away from mid-grey; with an offset o = 1, (ω + o) / (‖ω + o‖₂ + ε_c) normalises
+   the [0, 2] colour instead and ignores any per-view scaling of brightness (shading, shadows).
 4. **Weighted std across the batch** per (label, channel, texel): mean = Σ_n w·ω / Σ_n w,
    var = Σ_n w·(ω - mean)² / Σ_n w, std = sqrt(var + ε) - sqrt(ε) (finite gradient at var = 0,
    and exactly 0 when all images agree).
@@ -84,6 +86,7 @@ def surface_consistency_loss(
     grid_size: int = 128,
     eps: float = 1e-8,
     color_normalization_eps: float | None = None,
+    color_normalization_offset: float = 0.0,
     min_views: int = 2,
 ) -> Tensor:
     """ℓUC: weighted std of each texel's colour across the images of the batch.
@@ -97,6 +100,8 @@ def surface_consistency_loss(
         eps: ε in sqrt(var + ε) - sqrt(ε).
         color_normalization_eps: if set, divide each per-image texel colour by (its L2 norm + this)
             before the statistics (the reference code used 0.1; the paper has no such step). None = off.
+        color_normalization_offset: o, added to the colours before that normalisation (reference 0; 1 turns
+            [-1, 1] into [0, 2], so the normalised colour no longer depends on per-view brightness).
         min_views: texels seen (with non-zero splat weight) by fewer images are ignored; at least 2.
 
     Returns:
@@ -107,7 +112,8 @@ def surface_consistency_loss(
         raise ValueError(f"min_views must be >= 2 (a std needs two views), got {min_views}")
     texel_mean, texel_weight = unproject_to_texels(image, uv, label, num_labels, grid_size)
     if color_normalization_eps is not None:
-        texel_mean = texel_mean / (texel_mean.norm(dim=2, keepdim=True) + color_normalization_eps)
+        shifted = texel_mean + color_normalization_offset
+        texel_mean = shifted / (shifted.norm(dim=2, keepdim=True) + color_normalization_eps)
 
     weight = texel_weight.unsqueeze(2)  # (B, K, 1, D, D)
     total = weight.sum(dim=0)  # (K, 1, D, D)
