@@ -158,10 +158,12 @@ class Scene:
                 face_offset.append(face_offset[-1] + m.num_triangles)
                 v_off += m.v_pos.shape[0]
                 uv_off += m.v_uv.shape[0]
-            self._merged.update({k: torch.cat(v) for k, v in parts.items()})
-            self._merged["t_label"] = torch.cat(t_label)
-            self._merged["t_object"] = torch.cat(t_object)
-            self._merged["face_offset"] = torch.tensor(face_offset)
+            merged = {k: torch.cat(v) for k, v in parts.items()}
+            merged.update(t_label=torch.cat(t_label), t_object=torch.cat(t_object),
+                          face_offset=torch.tensor(face_offset))
+            # One dict update (atomic under the GIL): renderer threads that call this at the same time never
+            # see a half-filled cache.
+            self._merged.update(merged)
         return self._merged
 
 
