@@ -100,8 +100,9 @@ def surface_consistency_loss(
         eps: ε in sqrt(var + ε) - sqrt(ε).
         color_normalization_eps: if set, divide each per-image texel colour by (its L2 norm + this)
             before the statistics (the reference code used 0.1; the paper has no such step). None = off.
-        color_normalization_offset: o, added to the colours before that normalisation (reference 0; 1 turns
-            [-1, 1] into [0, 2], so the normalised colour no longer depends on per-view brightness).
+        color_normalization_offset: o, added to the colours before that normalisation, so unused without
+            ``color_normalization_eps`` (reference 0; 1 turns [-1, 1] into [0, 2], so the normalised colour
+            no longer depends on per-view brightness).
         min_views: texels seen (with non-zero splat weight) by fewer images are ignored; at least 2.
 
     Returns:
