@@ -13,6 +13,7 @@ from triton_s2r.losses import (
     ms_ssim,
     ms_ssim_levels,
     reconstruction_loss,
+    surface_chroma_consistency_loss,
     surface_consistency_loss,
     texture_reality_loss,
     texture_reality_target,
@@ -144,21 +145,25 @@ def test_colour_normalisation_ignores_per_frame_brightness():
     assert normalised < 0.05 * plain
 
 
-def test_colour_normalisation_offset_ignores_shading_of_any_colour():
-    # Shading scales the [0, 1] colour, (x + 1) / 2; with colours on both sides of mid-grey only the offset
-    # normalisation (of x + 1) is blind to it. Unshaded, the loss is not 0: views sample each texel at
-    # different points of the smooth colour.
+def test_chroma_consistency_ignores_shading_of_any_colour_but_not_hue():
+    # Shading scales the [0, 1] colour, (x + 1) / 2; with colours on both sides of mid-grey only the
+    # normalisation of x + 1 (nearly, with ε_c = 0.1) ignores it. Plain ℓUC sees shading more than a hue shift
+    # of 0.3; the chroma term sees the hue shift far more.
     uv, label = make_gbuffer()
     image = surface_colour(uv, label)  # [-1, 1], crossing 0
     brightness = torch.tensor([0.5, 1.0, 0.8, 0.65]).view(4, 1, 1, 1)
     shaded = (image + 1) * brightness - 1
+    hue_shift = torch.tensor([[0.0, 0.3, -0.3], [0.0] * 3, [0.0] * 3, [-0.3, 0.3, 0.0]]).view(4, 3, 1, 1)
+    recoloured = (image + hue_shift).clamp(-1, 1)
 
-    def loss(colours: torch.Tensor, offset: float) -> torch.Tensor:
-        return surface_consistency_loss(colours, uv, label, NUM_LABELS, GRID, color_normalization_eps=1e-6,
-                                        color_normalization_offset=offset)
+    def plain(colours: torch.Tensor) -> torch.Tensor:
+        return surface_consistency_loss(colours, uv, label, NUM_LABELS, GRID)
 
-    assert loss(shaded, 0.0) > 20 * loss(image, 0.0)
-    torch.testing.assert_close(loss(shaded, 1.0), loss(image, 1.0), rtol=1e-3, atol=1e-5)
+    def chroma(colours: torch.Tensor) -> torch.Tensor:
+        return surface_chroma_consistency_loss(colours, uv, label, NUM_LABELS, GRID)
+
+    assert plain(recoloured) > 10 * plain(image) and plain(shaded) > 1.5 * plain(recoloured)
+    assert chroma(recoloured) > 10 * chroma(image) and chroma(recoloured) > 5 * chroma(shaded)
 
 
 @pytest.mark.parametrize("size, levels", [(256, 5), (128, 4), (64, 3), (32, 2), (16, 2), (11, 1), (10, 0)])

@@ -118,13 +118,14 @@ def test_tiny_run_leaves_config_checkpoint_and_previews(tiny_data, tmp_path) -> 
 
 
 def test_surface_losses_join_after_the_configured_batches(tiny_data, tmp_path) -> None:
-    run_dir = run(tmp_path, "late", tiny_data, "logger=csv", "loss.surface_losses_from=6")
+    run_dir = run(tmp_path, "late", tiny_data, "logger=csv", "loss.surface_losses_from=6",
+                  "loss.loss_weights.surface_chroma_consistency=5")
     metrics = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()
     header = metrics[0].split(",")
     rows = [dict(zip(header, row.split(","), strict=True)) for row in metrics[1:]]
     batches = [row for row in rows if row["train/adversarial"]]  # one row per training batch
     assert len(batches) == 10
-    for term in ("train/surface_consistency", "train/texture_reality"):
+    for term in ("train/surface_consistency", "train/surface_chroma_consistency", "train/texture_reality"):
         assert [bool(row[term]) for row in batches] == [False] * 6 + [True] * 4
 
 

@@ -33,6 +33,7 @@ from triton_s2r.losses import (
     discriminator_adversarial_loss,
     generator_adversarial_loss,
     reconstruction_loss,
+    surface_chroma_consistency_loss,
     surface_consistency_loss,
     texture_reality_loss,
     texture_reality_target,
@@ -42,7 +43,8 @@ from triton_s2r.models.triton import TritonModel, to_unit
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import FrameState
 
-LOSS_TERMS = ("adversarial", "reconstruction", "content", "cycle", "surface_consistency", "texture_reality")
+LOSS_TERMS = ("adversarial", "reconstruction", "content", "cycle", "surface_consistency", "surface_chroma_consistency",
+              "texture_reality")
 #: Batches between reads of the non-finite step counters (each read waits for the GPU).
 NONFINITE_CHECK_EVERY = 10
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -60,14 +62,13 @@ class TritonSystem(pl.LightningModule):
         discriminator_sim: D_A on x_a (``sim_input.out_channels`` channels).
         discriminator_real: D_B on photos (3 channels).
         loss_weights: weight per term of ``LOSS_TERMS``; reference: adversarial 1, reconstruction 10,
-            content 1, cycle 10, surface_consistency 20, texture_reality 2. A term with weight 0 is not computed.
+            content 1, cycle 10, surface_consistency 20, texture_reality 2; ``surface_chroma_consistency`` (ℓUC
+            blind to brightness, ``losses.surface_consistency``) is ours. A term with weight 0 is not computed.
         gan_type: ``"lsgan"`` (reference) or ``"hinge"``.
         criterion: Ω of the reconstruction, cycle and texture-reality terms (``"l1_ms_ssim"`` reference).
         content_criterion: Ω of the content term (on 8-channel codes).
         surface_grid_size: ℓUC texels per side per label. Reference: 128.
         surface_color_normalization_eps: ℓUC colour normalisation (reference code 0.1; None = off, paper).
-        surface_color_normalization_offset: added to the colours before that normalisation (reference 0; 1
-            makes ℓUC blind to per-view brightness, ``losses.surface_consistency``).
         texture_reality_target: ``"projection"`` (paper: π) or ``"sim_input"`` (reference code: x_a[:3]).
         texture_reality_trains: which side ℓTR trains: ``"both"`` (paper), ``"texture"`` (the translation is
             detached) or ``"translator"`` (the target is detached).
@@ -118,7 +119,6 @@ class TritonSystem(pl.LightningModule):
         content_criterion: str = "l1_ms_ssim",
         surface_grid_size: int = 128,
         surface_color_normalization_eps: float | None = None,
-        surface_color_normalization_offset: float = 0.0,
         texture_reality_target: str = "projection",
         texture_reality_trains: str = "both",
         surface_losses_from: int = 0,
@@ -385,8 +385,10 @@ class TritonSystem(pl.LightningModule):
             if w["surface_consistency"] and surface_losses_on:
                 terms["surface_consistency"] = surface_consistency_loss(
                     x_ab.float(), out["uv"], out["label"], m.num_labels, h.surface_grid_size,
-                    color_normalization_eps=h.surface_color_normalization_eps,
-                    color_normalization_offset=h.surface_color_normalization_offset)
+                    color_normalization_eps=h.surface_color_normalization_eps)
+            if w["surface_chroma_consistency"] and surface_losses_on:
+                terms["surface_chroma_consistency"] = surface_chroma_consistency_loss(
+                    x_ab.float(), out["uv"], out["label"], m.num_labels, h.surface_grid_size)
             if w["texture_reality"] and surface_losses_on:
                 target = texture_reality_target(out["projection"].float(), x_a.float(), h.texture_reality_target)
                 data_range = 2.0 if h.texture_reality_target == "projection" else sim_range

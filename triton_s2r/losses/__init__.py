@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from triton_s2r.losses.adversarial import discriminator_adversarial_loss, generator_adversarial_loss
 from triton_s2r.losses.reconstruction import ms_ssim, ms_ssim_levels, reconstruction_loss
-from triton_s2r.losses.surface_consistency import surface_consistency_loss, unproject_to_texels
+from triton_s2r.losses.surface_consistency import (
+    surface_chroma_consistency_loss,
+    surface_consistency_loss,
+    unproject_to_texels,
+)
 from triton_s2r.losses.texture_reality import texture_reality_loss, texture_reality_target
 
 __all__ = [
@@ -17,6 +21,7 @@ __all__ = [
     "ms_ssim",
     "ms_ssim_levels",
     "reconstruction_loss",
+    "surface_chroma_consistency_loss",
     "surface_consistency_loss",
     "texture_reality_loss",
     "texture_reality_target",

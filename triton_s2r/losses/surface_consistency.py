@@ -19,6 +19,10 @@ images that see it:
    The reference averaged over all L·3·D² entries, so unseen texels diluted the loss, and its
    sqrt(var) had an infinite gradient where all views agreed.
 
+``surface_chroma_consistency_loss`` is ℓUC on the brightness-normalised colour (offset 1, ε_c = 0.1): it ties
+each texel's hue across views and leaves its shading free; weighted beside ℓUC, it is a consistency prior that
+real shading does not break (docs/results.md measures both).
+
 Void pixels (label 0) are excluded. Gradients flow into the image only; uv and label are data.
 """
 
@@ -28,6 +32,9 @@ import torch
 from torch import Tensor
 
 from triton_s2r.models.texture_space import bilinear_taps, check_labels
+
+#: ε_c of ``surface_chroma_consistency_loss`` (1 was measured worse: docs/results.md).
+CHROMA_NORMALIZATION_EPS = 0.1
 
 
 def unproject_to_texels(
@@ -130,3 +137,15 @@ def surface_consistency_loss(
     # Masking by multiplication keeps the graph connected even when nothing is valid.
     std_sum = (std * valid.unsqueeze(1).to(std.dtype)).sum()
     return std_sum / valid_count.clamp(min=1)
+
+
+def surface_chroma_consistency_loss(
+    image: Tensor, uv: Tensor, label: Tensor, num_labels: int, grid_size: int = 128
+) -> Tensor:
+    """ℓUC of the chromaticity: blind to per-view brightness (shading, shadows), not to hue.
+
+    ``surface_consistency_loss`` with the colour normalisation on the [0, 2] colour (offset 1, ε_c =
+    ``CHROMA_NORMALIZATION_EPS``); arguments and result as there.
+    """
+    return surface_consistency_loss(image, uv, label, num_labels, grid_size,
+                                    color_normalization_eps=CHROMA_NORMALIZATION_EPS, color_normalization_offset=1.0)
