@@ -41,8 +41,10 @@ def test_every_experiment_composes_and_builds(experiment: str) -> None:
         assert system.loss_weights == {"adversarial": 1.0, "paired": 100.0}
     if experiment == "no_texture":
         assert model.sim_input.texture_multiplier == 0 and system.loss_weights["texture_reality"] == 0
+    if experiment in ("no_texture", "texture_only"):  # no surface losses
+        assert system.loss_weights["surface_consistency"] == system.loss_weights["surface_chroma_consistency"] == 0
     if experiment == "texture_only":
-        assert model.sim_input.hint_multiplier == 0 and system.loss_weights["surface_consistency"] == 0
+        assert model.sim_input.hint_multiplier == 0
     if experiment == "raster_texture":
         assert type(model.texture).__name__ == "RasterTexture"
 
@@ -97,7 +99,7 @@ def test_tiny_run_leaves_config_checkpoint_and_previews(tiny_data, tmp_path) -> 
     assert len(list((run_dir / "previews").glob("textures_*.png"))) == 2
     metrics = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()
     header = metrics[0].split(",")
-    for term in ("train/surface_consistency", "train/texture_reality", "train/adversarial", "train/loss_d"):
+    for term in ("train/surface_chroma_consistency", "train/texture_reality", "train/adversarial", "train/loss_d"):
         assert term in header
     rows = [dict(zip(header, row.split(","), strict=True)) for row in metrics[1:]]
     # The resolution schedule moved from 48 to 56 after 5 batches, without a restart.
@@ -119,7 +121,7 @@ def test_tiny_run_leaves_config_checkpoint_and_previews(tiny_data, tmp_path) -> 
 
 def test_surface_losses_join_after_the_configured_batches(tiny_data, tmp_path) -> None:
     run_dir = run(tmp_path, "late", tiny_data, "logger=csv", "loss.surface_losses_from=6",
-                  "loss.loss_weights.surface_chroma_consistency=5")
+                  "loss.loss_weights.surface_consistency=5")  # the plain form beside the default chroma form
     metrics = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()
     header = metrics[0].split(",")
     rows = [dict(zip(header, row.split(","), strict=True)) for row in metrics[1:]]
@@ -194,10 +196,10 @@ def test_missing_checkpoint_is_a_clear_error(tiny_data, tmp_path, capsys) -> Non
 def test_non_finite_losses_are_skipped_then_stop(tiny_data, tmp_path, monkeypatch, capsys) -> None:
     import triton_s2r.system as system_module
 
-    monkeypatch.setattr(system_module, "surface_consistency_loss", lambda *a, **k: torch.tensor(float("nan")))
+    monkeypatch.setattr(system_module, "surface_chroma_consistency_loss", lambda *a, **k: torch.tensor(float("nan")))
     with pytest.raises(SystemExit):
         run(tmp_path, "nan", tiny_data, "system.max_nonfinite_steps=3")
     err = capsys.readouterr().err
     assert NonFiniteLossError.__name__ in err
     # Checked at epoch ends and every NONFINITE_CHECK_EVERY batches: here at the end of epoch 1 (5 batches).
-    assert "5 consecutive steps had non-finite losses (surface_consistency" in err and "lower the learning rate" in err
+    assert "5 consecutive steps had non-finite losses (surface_chroma_consistency" in err and "lower the learning rate" in err

@@ -52,7 +52,7 @@ def test_compiled_step_trains_on_gpu(data: str, tmp_path, mode: str) -> None:
                  "system.resolution_schedule=[[0,64]]", "trainer.max_epochs=1", f"hydra.run.dir={run_dir}"]) == 0
     lines = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()
     header, rows = lines[0].split(","), [dict(zip(lines[0].split(","), r.split(","), strict=True)) for r in lines[1:]]
-    assert "train/surface_consistency" in header
+    assert "train/surface_chroma_consistency" in header
     losses = [float(r["train/loss_g"]) for r in rows if r.get("train/loss_g")]
     assert losses and all(torch.isfinite(torch.tensor(losses)))
 
