@@ -202,4 +202,5 @@ def test_non_finite_losses_are_skipped_then_stop(tiny_data, tmp_path, monkeypatc
     err = capsys.readouterr().err
     assert NonFiniteLossError.__name__ in err
     # Checked at epoch ends and every NONFINITE_CHECK_EVERY batches: here at the end of epoch 1 (5 batches).
-    assert "5 consecutive steps had non-finite losses (surface_chroma_consistency" in err and "lower the learning rate" in err
+    assert "5 consecutive steps had non-finite losses (surface_chroma_consistency" in err
+    assert "lower the learning rate" in err
