@@ -99,7 +99,7 @@ def train_and_evaluate(run: Run, data: str, budget_seconds: int, gpu: str | None
             tmp.write_text(f"{time.perf_counter() - start:.1f}\n")
     seconds = float(trained.read_text())
     metrics_path = run.run_dir / "metrics.json"
-    if not metrics_path.is_file():
+    if not metrics_path.is_file() or "warp_error_by_label" not in json.loads(metrics_path.read_text()):
         subprocess.run([sys.executable, "-m", "triton_s2r.cli", "eval", str(run.run_dir), data, "--out",
                         str(metrics_path)], check=True, env=env)
     state = torch.load(run.run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
@@ -139,15 +139,15 @@ def summary_table(outcomes: list[Outcome]) -> str:
     return "\n".join(lines)
 
 
-def by_label_table(outcomes: list[Outcome]) -> str:
-    """Per row name: the mean over seeds of ``psnr_by_label`` (dB)."""
-    labels = list(outcomes[0].metrics["psnr_by_label"])
+def by_label_table(outcomes: list[Outcome], key: str, digits: int) -> str:
+    """Per row name: the mean over seeds of a per-label metric (``psnr_by_label``, ``warp_error_by_label``)."""
+    labels = list(outcomes[0].metrics[key])
     lines = ["| method | " + " | ".join(labels) + " |", "|" + "---|" * (len(labels) + 1)]
     for name, group in by_row(outcomes).items():
         cells = []
         for label in labels:
-            values = [v for o in group if (v := o.metrics["psnr_by_label"][label]) is not None]
-            cells.append(f"{statistics.fmean(values):.2f}" if values else "n/a")
+            values = [v for o in group if (v := o.metrics[key][label]) is not None]
+            cells.append(f"{statistics.fmean(values):.{digits}f}" if values else "n/a")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -206,7 +206,10 @@ def main() -> None:
         f"{real['surface_consistency_real']:.4f} and {real['warp_error_real']:.4f}.\n\n"
         f"Mean ± standard deviation over seeds:\n\n{summary_table(outcomes)}\n\n"
         f"Every run:\n\n" + "\n".join(per_run) + "\n\n"
-        f"PSNR per label (dB, `psnr_by_label`, mean over seeds):\n\n{by_label_table(outcomes)}\n"
+        f"PSNR per label (dB, `psnr_by_label`, mean over seeds):\n\n"
+        f"{by_label_table(outcomes, 'psnr_by_label', 2)}\n\n"
+        f"Warp error per label (`warp_error_by_label`, mean over seeds):\n\n"
+        f"{by_label_table(outcomes, 'warp_error_by_label', 4)}\n"
     )
     args.out.write_text(text)
     print(text)

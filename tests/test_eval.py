@@ -23,6 +23,14 @@ def test_eval_writes_every_metric(run_dir, data_root, tmp_path, capsys) -> None:
     by_label = result["psnr_by_label"]
     assert list(by_label)[:2] == ["void", "table"] and len(by_label) == 10
     assert all(isinstance(v, float) and 0 < v <= 100 for v in by_label.values()), by_label
+    # Flicker per label: every label but the void, each a colour difference; the whole-frame number is a
+    # pixel-weighted mean of them, so it lies within their range.
+    for key in ("warp_error_by_label", "warp_error_by_label_real"):
+        warp = result[key]
+        assert list(warp) == list(by_label)[1:], key
+        seen = [v for v in warp.values() if v is not None]
+        assert seen and all(0 <= v <= 1 for v in seen), warp
+        assert min(seen) - 1e-6 <= result[key.replace("_by_label", "")] <= max(seen) + 1e-6, key
     assert result["n_frames"] == 8 and result["n_sequences"] == 1 and result["n_sequence_frames"] == 8
     assert result["fid"] is None and "weights" in result["absent"]["lpips"]
     assert result["dataset"] == str(data_root.resolve()) and result["checkpoint"] == "last"

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from triton_s2r.metrics import object_mask, psnr, ssim, surface_consistency, warp_error
+from triton_s2r.metrics import object_mask, psnr, ssim, surface_consistency, warp_error, warp_error_by_label
 from triton_s2r.render import make_rasterizer
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.primitives import builtin_frames
@@ -169,6 +169,20 @@ def test_surface_consistency_is_the_std_of_per_frame_offsets():
     flicker = frames[:1] + offsets  # every texel seen in all four frames with equal weight
     assert surface_consistency(flicker, static, num_labels=2, grid_size=grid).item() == pytest.approx(0.05, abs=1e-6)
     assert warp_error(flicker, static, grid_size=grid).item() == pytest.approx(0.1, abs=1e-6)
+
+
+def test_warp_error_by_label_finds_the_surface_that_flickers():
+    frames, gbuffer, grid = texel_aligned_sequence()
+    static = GBuffer(gbuffer.uv[:1].repeat(4, 1, 1, 1), gbuffer.label[:1].repeat(4, 1, 1))
+    offsets = torch.tensor([0.0, 0.1, 0.0, 0.1]).view(4, 1, 1, 1)
+    flicker = frames[:1] + offsets * (static.label == 2)[:, None]  # only the right half (label 2) flickers
+    by_label = warp_error_by_label(flicker, static, num_labels=3, grid_size=grid)
+    assert by_label[:2].tolist() == pytest.approx([0.0, 0.1], abs=1e-6)
+    assert by_label[2].isnan()  # label 3 is never on screen
+    # Both labels cover half of the counted pixels, so the whole-frame number is their mean.
+    assert warp_error(flicker, static, grid_size=grid).item() == pytest.approx(0.05, abs=1e-6)
+    with pytest.raises(ValueError, match="label 2 above num_labels=1"):
+        warp_error_by_label(flicker, static, num_labels=1, grid_size=grid)
 
 
 def test_temporal_metrics_of_a_static_smooth_texture_under_camera_motion_are_within_their_bounds(orbit):

@@ -199,8 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="metrics of a trained run on a benchmark dataset (PSNR, SSIM, surface consistency, warp error)",
         description="Translate the paired split and every video sequence of DATASET_DIR with RUN_DIR and write "
         "metrics as JSON: psnr, ssim (whole frames, higher is better), psnr_masked, ssim_masked (objects and "
-        "robot only), psnr_by_label (void and each label), surface_consistency and warp_error (lower is better; "
-        "the _real variants give the real frames' own level), n_frames, and the dataset and checkpoint. FID, KID "
+        "robot only), psnr_by_label (void and each label), surface_consistency, warp_error and "
+        "warp_error_by_label (lower is better; the _real variants give the real frames' own level), n_frames, and the dataset and checkpoint. FID, KID "
         "and LPIPS need pretrained weights and are reported as null. Example: triton-s2r eval outputs/runs/demo "
         "outputs/data/small --out outputs/metrics.json",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,

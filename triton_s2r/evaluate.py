@@ -56,6 +56,16 @@ def _psnr_by_label(translation: Tensor, real: Tensor, label: Tensor, names: list
     return result
 
 
+def _mean_by_label(values: list[Tensor], names: list[str]) -> dict[str, float | None]:
+    """Per label name: the mean over sequences of (K,) values, NaN entries skipped; None if all are NaN."""
+    if not values:
+        return {name: None for name in names}
+    stacked = torch.stack(values)  # (S, K)
+    seen = ~stacked.isnan()
+    mean = stacked.nan_to_num().sum(0) / seen.sum(0)
+    return {name: float(m) if s else None for name, m, s in zip(names, mean, seen.any(0), strict=True)}
+
+
 def evaluate(
     run_dir: str | os.PathLike,
     dataset_dir: str | os.PathLike,
@@ -106,6 +116,7 @@ def evaluate(
 
     sequences = sorted(s for s in dataset.splits if s.startswith("sequences/"))
     consistency = {"surface_consistency": [], "surface_consistency_real": [], "warp_error": [], "warp_error_real": []}
+    warp_by_label = {"": [], "_real": []}  # per sequence: (K,) with NaN where a label is not counted
     n_sequence_frames = 0
     for name in sequences:
         frames, g, photos = _translate(translator, dataset, name, batch_size, progress)
@@ -114,7 +125,10 @@ def evaluate(
             consistency[f"surface_consistency{key}"].append(
                 float(metrics.surface_consistency(images, g, translator.num_labels, grid_size)))
             consistency[f"warp_error{key}"].append(float(metrics.warp_error(images, g, grid_size)))
+            warp_by_label[key].append(metrics.warp_error_by_label(images, g, translator.num_labels, grid_size))
     result.update({k: sum(v) / len(v) if v else None for k, v in consistency.items()})
+    for key, values in warp_by_label.items():
+        result[f"warp_error_by_label{key}"] = _mean_by_label(values, dataset.labels.names)
     result.update({
         "n_sequences": len(sequences),
         "n_sequence_frames": n_sequence_frames,

@@ -211,13 +211,42 @@ def warp_error(frames: Tensor, gbuffer: GBuffer, grid_size: int = 128) -> Tensor
     Raises:
         ValueError: mismatched shapes, T < 2, or no pixel of frames 1..T-1 seen in the previous frame.
     """
+    total, count = _warp_sums(frames, gbuffer, grid_size)
+    if count.sum() == 0:
+        raise ValueError("warp_error: no pixel of frames 1..T-1 sees a surface point seen in the previous "
+                         f"frame (grid_size={grid_size} too fine, or no shared surface)")
+    return (total.sum() / count.sum()).float()
+
+
+def warp_error_by_label(frames: Tensor, gbuffer: GBuffer, num_labels: int, grid_size: int = 128) -> Tensor:
+    """``warp_error`` over each label's pixels separately: which surfaces flicker.
+
+    Args:
+        frames, gbuffer, grid_size: as ``warp_error``.
+        num_labels: K, object labels 1..K; labels above K are an error.
+
+    Returns:
+        (K,) float32, entry l - 1 the mean over label l's counted pixels of frames 1..T-1; NaN where no
+        pixel of label l counts (not shown in two consecutive frames).
+    """
+    total, count = _warp_sums(frames, gbuffer, grid_size)
+    if total.numel() > num_labels + 1:
+        raise ValueError(f"warp_error_by_label: the G-buffer has label {total.numel() - 1} above "
+                         f"num_labels={num_labels}")
+    total = torch.nn.functional.pad(total, (0, num_labels + 1 - total.numel()))[1:]
+    count = torch.nn.functional.pad(count, (0, num_labels + 1 - count.numel()))[1:]
+    return (total / count).float()  # 0 / 0 = NaN where unseen
+
+
+def _warp_sums(frames: Tensor, gbuffer: GBuffer, grid_size: int) -> tuple[Tensor, Tensor]:
+    """Per label id 0..max: the summed |ĉ_t(q) - frame_{t+1}(q)| and the count, both over channels (float64)."""
     _check_sequence(frames, gbuffer)
     num_frames, channels = frames.shape[:2]
     num_labels = int(gbuffer.label.max())
     if num_labels == VOID:
         raise ValueError("warp_error: every pixel of the sequence is void")
-    total = frames.new_zeros((), dtype=torch.float64)
-    count = 0
+    total = frames.new_zeros(num_labels + 1, dtype=torch.float64)
+    count = frames.new_zeros(num_labels + 1, dtype=torch.float64)
     for start in range(0, num_frames - 1, _CHUNK):
         stop = min(start + _CHUNK, num_frames - 1)
         src, dst = slice(start, stop), slice(start + 1, stop + 1)
@@ -236,12 +265,9 @@ def warp_error(frames: Tensor, gbuffer: GBuffer, grid_size: int = 128) -> Tensor
         counted = (label != VOID) & (seen > 0)  # (n, H, W)
         warped = gathered[:, :channels] / seen.clamp(min=torch.finfo(seen.dtype).tiny).unsqueeze(1)
         difference = (warped - frames[dst].float()).abs().sum(dim=1)  # (n, H, W), summed over channels
-        total += difference[counted].double().sum()
-        count += int(counted.sum()) * channels
-    if count == 0:
-        raise ValueError("warp_error: no pixel of frames 1..T-1 sees a surface point seen in the previous "
-                         f"frame (grid_size={grid_size} too fine, or no shared surface)")
-    return (total / count).float()
+        total += torch.bincount(label[counted], weights=difference[counted].double(), minlength=num_labels + 1)
+        count += torch.bincount(label[counted], minlength=num_labels + 1).double() * channels
+    return total, count
 
 
 def _check_pair(pred: Tensor, target: Tensor, mask: Tensor | None) -> None:
