@@ -200,9 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Translate the paired split and every video sequence of DATASET_DIR with RUN_DIR and write "
         "metrics as JSON: psnr, ssim (whole frames, higher is better), psnr_masked, ssim_masked (objects and "
         "robot only), psnr_by_label (void and each label), surface_consistency, warp_error and "
-        "warp_error_by_label (lower is better; the _real variants give the real frames' own level), n_frames, and the dataset and checkpoint. FID, KID "
-        "and LPIPS need pretrained weights and are reported as null. Example: triton-s2r eval outputs/runs/demo "
-        "outputs/data/small --out outputs/metrics.json",
+        "warp_error_by_label (lower is better; the _real variants give the real frames' own level), n_frames, "
+        "and the dataset and checkpoint. FID, KID and LPIPS need pretrained weights and are reported as null. "
+        "Example: triton-s2r eval outputs/runs/demo outputs/data/small --out outputs/metrics.json",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     _add_run_arguments(ev)
