@@ -12,6 +12,7 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf, open_dict
 
 from triton_s2r.cli import main
+from triton_s2r.datamodule import ClipSampler, TritonDataModule
 from triton_s2r.system import NonFiniteLossError
 
 CONF = Path(__file__).resolve().parent.parent / "triton_s2r" / "conf"
@@ -129,6 +130,41 @@ def test_surface_losses_join_after_the_configured_batches(tiny_data, tmp_path) -
     assert len(batches) == 10
     for term in ("train/surface_consistency", "train/surface_chroma_consistency", "train/texture_reality"):
         assert [bool(row[term]) for row in batches] == [False] * 6 + [True] * 4
+
+
+def test_clip_sampler_yields_whole_clips_in_order() -> None:
+    sampler = ClipSampler(num_sim=12, num_real=5, clip_frames=3, num_samples=30, seed=1)
+    sim, real = zip(*(divmod(k, 5) for k in sampler), strict=True)  # UnpairedDataset's index: sim * 5 + real
+    clips = [sim[k:k + 3] for k in range(0, 30, 3)]
+    assert all(c[0] % 3 == 0 and list(c) == [c[0], c[0] + 1, c[0] + 2] for c in clips), clips
+    assert len(set(clips)) > 1 and len(set(real)) > 1 and max(real) < 5
+    assert list(sampler) == list(ClipSampler(12, 5, 3, 30, 1))  # reproducible per (seed, epoch)
+    sampler.set_epoch(1)
+    assert [divmod(k, 5)[0] for k in sampler] != list(sim)
+    with pytest.raises(ValueError, match="12 sim frames do not split into clips of 5"):
+        ClipSampler(12, 5, 5, 30, 1)
+
+
+def test_tiny_run_with_sim_clips_and_its_errors(tiny_data, tmp_path, capsys) -> None:
+    clips = tmp_path / "clips"
+    assert main(["make-dataset", "--out", str(clips), "--preset", "tiny", "--frames", "8", "--resolution", "64",
+                 "--backend", "embree", "--sim-clip-frames", "2"]) == 0
+    data = TritonDataModule(root=str(clips), batch_size=4, sim_clip_frames=2, num_workers=0)
+    data.setup("fit")
+    assert isinstance(data.train_dataloader().sampler, ClipSampler)
+    run_dir = run(tmp_path, "clips_run", clips, "logger=csv", "data.sim_clip_frames=2",
+                  "loss.loss_weights.surface_consistency=5")
+    ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=False)
+    assert ckpt["state_dict"]["batches_done"] == 10
+    assert ckpt["hyper_parameters"]["surface_consistency_clip_frames"] == 2  # plain ℓUC within each clip
+    header = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()[0].split(",")
+    assert "train/surface_consistency" in header and "train/surface_chroma_consistency" in header
+    with pytest.raises(SystemExit):  # the dataset's frames are independent states, not clips
+        run(tmp_path, "x", tiny_data, "data.sim_clip_frames=2")
+    assert "train_sim holds clips of 1 frame(s), but data.sim_clip_frames=2" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # tiny batches hold 4 frames
+        run(tmp_path, "y", clips, "data.sim_clip_frames=3")
+    assert "data.batch_size=4 must hold whole clips of data.sim_clip_frames=3" in capsys.readouterr().err
 
 
 def test_resume_continues_exactly(tiny_data, tmp_path) -> None:

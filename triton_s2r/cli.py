@@ -94,7 +94,8 @@ def _make_dataset(args: argparse.Namespace) -> int:
     from triton_s2r.benchmark.dataset import make_dataset
 
     root = make_dataset(args.out, preset=args.preset, seed=args.seed, frames=args.frames, resolution=args.resolution,
-                        shard=args.shard, backend=args.backend, uvl_format=args.uvl_format, real=not args.no_real)
+                        shard=args.shard, backend=args.backend, uvl_format=args.uvl_format, real=not args.no_real,
+                        sim_clip_frames=args.sim_clip_frames)
     print(f"dataset ready: {root.resolve()} (manifest: {root.resolve() / 'dataset.yaml'})")
     return 0
 
@@ -233,6 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="render backend for the sim frames")
     make.add_argument("--uvl-format", choices=["png", "exr"], default="png", help="UVL file format")
     make.add_argument("--no-real", action="store_true", help="skip the path-traced real frames (sim only)")
+    make.add_argument("--sim-clip-frames", type=int, default=1,
+                      help="train_sim in clips of N consecutive trajectory frames (for data.sim_clip_frames=N); "
+                      "1: independent states")
     make.set_defaults(func=_make_dataset)
     return parser
 

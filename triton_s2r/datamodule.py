@@ -42,6 +42,28 @@ class EpochSampler(Sampler[int]):
         return iter(torch.randint(0, self.population, (self.num_samples,), generator=g).tolist())
 
 
+class ClipSampler(EpochSampler):
+    """Like ``EpochSampler`` for an ``UnpairedDataset`` whose sim frames come in clips of ``clip_frames``.
+
+    Each run of ``clip_frames`` indices is one clip drawn uniformly, its frames in order, each paired with
+    a photo drawn uniformly; a batch whose size is a multiple of ``clip_frames`` then holds whole clips.
+    """
+
+    def __init__(self, num_sim: int, num_real: int, clip_frames: int, num_samples: int, seed: int) -> None:
+        if num_sim % clip_frames:
+            raise ValueError(f"{num_sim} sim frames do not split into clips of {clip_frames}")
+        super().__init__(num_sim * num_real, num_samples, seed)
+        self.num_real, self.clip_frames = num_real, clip_frames
+
+    def __iter__(self):
+        g = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+        num_clips = self.population // (self.num_real * self.clip_frames)
+        clips = torch.randint(0, num_clips, (-(-self.num_samples // self.clip_frames), 1), generator=g)
+        sim = (clips * self.clip_frames + torch.arange(self.clip_frames)).flatten()[: self.num_samples]
+        real = torch.randint(0, self.num_real, (sim.numel(),), generator=g)
+        return iter((sim * self.num_real + real).tolist())
+
+
 class UnpairedDataset(Dataset):
     """Item k pairs sim item ``k // len(real)`` with photo ``k % len(real)``.
 
@@ -97,6 +119,9 @@ class TritonDataModule(pl.LightningDataModule):
         paired: train on UVL frames and photos of the same states (the benchmark's ``train_real`` split): the
             supervised ``oracle`` baseline. Unpaired methods leave it False.
         batch_size: images per domain per step. Reference: 5.
+        sim_clip_frames: N > 1: the sim frames come in clips of N consecutive frames (a benchmark built with
+            ``--sim-clip-frames N``; for ``sim_dir``, every N files in sorted order) and each batch holds
+            whole clips, in order (``ClipSampler``), for ℓUC over neighbouring views. 1: independent frames.
         steps_per_epoch: batches per epoch (checkpoints are written at epoch ends).
         num_workers: data loader processes.
         seed: seeds the sampling order.
@@ -113,6 +138,7 @@ class TritonDataModule(pl.LightningDataModule):
         labels: dict | None = None,
         paired: bool = False,
         batch_size: int = 5,
+        sim_clip_frames: int = 1,
         steps_per_epoch: int = 100,
         num_workers: int = 0,
         seed: int = 0,
@@ -129,9 +155,12 @@ class TritonDataModule(pl.LightningDataModule):
             raise ValueError("sim_source='render' needs a benchmark dataset (data.root) with baked assets and states")
         if paired and (sim_source != "frames" or root is None):
             raise ValueError("paired=True needs a benchmark dataset (data.root) and sim_source='frames'")
+        if sim_clip_frames < 1 or batch_size % sim_clip_frames:
+            raise ValueError(f"data.batch_size={batch_size} must hold whole clips of data.sim_clip_frames="
+                             f"{sim_clip_frames} frames: choose a multiple")
         self.root, self.build_preset, self.sim_source, self.paired = root, build_preset, sim_source, paired
         self.sim_dir, self.real_dir, self.label_spec = sim_dir, real_dir, labels
-        self.batch_size, self.steps_per_epoch = batch_size, steps_per_epoch
+        self.batch_size, self.sim_clip_frames, self.steps_per_epoch = batch_size, sim_clip_frames, steps_per_epoch
         self.num_workers, self.seed, self.val_frames = num_workers, seed, val_frames
         self.dataset: BenchmarkDataset | None = None
 
@@ -145,6 +174,13 @@ class TritonDataModule(pl.LightningDataModule):
     def setup(self, stage: str | None = None) -> None:
         if self.root is not None:
             self.dataset = BenchmarkDataset.open(self.root)
+            built = self.dataset.splits["train_sim"].get("clip_frames", 1)
+            if self.sim_clip_frames > 1 and not self.paired and built != self.sim_clip_frames:
+                raise ValueError(
+                    f"{self.dataset.root}: train_sim holds clips of {built} frame(s), but data.sim_clip_frames="
+                    f"{self.sim_clip_frames}; build a dataset with `triton-s2r make-dataset --sim-clip-frames "
+                    f"{self.sim_clip_frames}` or set data.sim_clip_frames={built}"
+                )
 
     @property
     def labels(self) -> LabelTable:
@@ -186,7 +222,11 @@ class TritonDataModule(pl.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         dataset = self.train_dataset()
-        sampler = EpochSampler(len(dataset), self.steps_per_epoch * self.batch_size, self.seed)
+        num_samples = self.steps_per_epoch * self.batch_size
+        if self.sim_clip_frames > 1 and not self.paired:
+            sampler = ClipSampler(dataset.num_sim, len(dataset.real), self.sim_clip_frames, num_samples, self.seed)
+        else:
+            sampler = EpochSampler(len(dataset), num_samples, self.seed)
         # Pinned batches copy to the GPU without waiting for it (a copy from pageable memory waits first).
         return DataLoader(dataset, batch_size=self.batch_size, sampler=sampler, num_workers=self.num_workers,
                           drop_last=True, persistent_workers=self.num_workers > 0, pin_memory=torch.cuda.is_available())

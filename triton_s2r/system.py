@@ -69,6 +69,9 @@ class TritonSystem(pl.LightningModule):
         content_criterion: Ω of the content term (on 8-channel codes).
         surface_grid_size: ℓUC texels per side per label. Reference: 128.
         surface_color_normalization_eps: ℓUC colour normalisation (reference code 0.1; None = off, paper).
+        surface_consistency_clip_frames: N > 1: sim batches come in clips of N neighbouring frames
+            (``data.sim_clip_frames``) and plain ℓUC compares only the frames of one clip; the chroma term
+            still compares the whole batch. 1: the whole batch (paper).
         texture_reality_target: ``"projection"`` (paper: π) or ``"sim_input"`` (reference code: x_a[:3]).
         texture_reality_trains: which side ℓTR trains: ``"both"`` (paper), ``"texture"`` (the translation is
             detached) or ``"translator"`` (the target is detached).
@@ -119,6 +122,7 @@ class TritonSystem(pl.LightningModule):
         content_criterion: str = "l1_ms_ssim",
         surface_grid_size: int = 128,
         surface_color_normalization_eps: float | None = None,
+        surface_consistency_clip_frames: int = 1,
         texture_reality_target: str = "projection",
         texture_reality_trains: str = "both",
         surface_losses_from: int = 0,
@@ -385,7 +389,8 @@ class TritonSystem(pl.LightningModule):
             if w["surface_consistency"] and surface_losses_on:
                 terms["surface_consistency"] = surface_consistency_loss(
                     x_ab.float(), out["uv"], out["label"], m.num_labels, h.surface_grid_size,
-                    color_normalization_eps=h.surface_color_normalization_eps)
+                    color_normalization_eps=h.surface_color_normalization_eps,
+                    clip_frames=h.surface_consistency_clip_frames)
             if w["surface_chroma_consistency"] and surface_losses_on:
                 terms["surface_chroma_consistency"] = surface_chroma_consistency_loss(
                     x_ab.float(), out["uv"], out["label"], m.num_labels, h.surface_grid_size)

@@ -30,7 +30,7 @@ from tqdm import tqdm
 
 from triton_s2r import __version__
 from triton_s2r.benchmark.robot import Panda
-from triton_s2r.benchmark.tabletop import build_scene, frame_state, sample_states, sample_trajectory
+from triton_s2r.benchmark.tabletop import build_scene, frame_state, sample_clips, sample_states, sample_trajectory
 from triton_s2r.render.rasterizer import make_rasterizer
 from triton_s2r.render.scene import FrameState, Scene
 from triton_s2r.render.uvl import gbuffer_to_uvl, write_uvl
@@ -66,6 +66,7 @@ class Split:
     joints: np.ndarray
     sim: bool
     real: bool
+    clip_frames: int = 1
 
 
 def make_dataset(
@@ -79,6 +80,7 @@ def make_dataset(
     backend: str = "auto",
     uvl_format: str = "png",
     real: bool = True,
+    sim_clip_frames: int = 1,
 ) -> Path:
     """Build (or finish building) a benchmark dataset in ``out``.
 
@@ -92,6 +94,9 @@ def make_dataset(
         backend: render backend for the sim frames.
         uvl_format: ``png`` (16-bit) or ``exr`` (float32).
         real: also path trace the real frames (Mitsuba, extra ``scenes``).
+        sim_clip_frames: 1: train_sim states are independent; N > 1: they come in clips of N consecutive
+            frames of short trajectories (``sample_clips``), for ℓUC over neighbouring views
+            (``data.sim_clip_frames``). The frame count must be a multiple of N.
 
     Returns:
         The dataset folder.
@@ -109,13 +114,18 @@ def make_dataset(
     if resolution is not None:
         p = Preset(resolution, p.train_sim, p.train_real, p.test, p.sequences, p.sequence_frames, p.spp)
     root = Path(out)
+    if (root / "dataset.yaml").is_file():  # resuming: the stored frames must come from the same kind of states
+        built = yaml.safe_load((root / "dataset.yaml").read_text())["splits"]["train_sim"].get("clip_frames", 1)
+        if built != sim_clip_frames:
+            raise ValueError(f"{root} holds a dataset whose train_sim comes in clips of {built} frame(s), not "
+                             f"{sim_clip_frames}: build into a new --out folder")
     root.mkdir(parents=True, exist_ok=True)
 
     panda = Panda.load()
     scene = build_scene(panda)
-    splits = _sample_splits(scene, panda, p, seed)
+    splits = _sample_splits(scene, panda, p, seed, sim_clip_frames)
     if not real:
-        splits = [Split(s.name, s.state, s.joints, s.sim, False) for s in splits if s.sim]
+        splits = [Split(s.name, s.state, s.joints, s.sim, False, s.clip_frames) for s in splits if s.sim]
     _write_assets(scene, root / "assets")
     for split in splits:
         (root / split.name).mkdir(parents=True, exist_ok=True)
@@ -158,7 +168,7 @@ def make_dataset(
     return root
 
 
-def _sample_splits(scene: Scene, panda: Panda, p: Preset, seed: int) -> list[Split]:
+def _sample_splits(scene: Scene, panda: Panda, p: Preset, seed: int, sim_clip_frames: int) -> list[Split]:
     """States of every split, each from its own random stream (so splits are disjoint draws)."""
     streams = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3 + p.sequences)]
     limits = panda.joint_limits()
@@ -167,9 +177,11 @@ def _sample_splits(scene: Scene, panda: Panda, p: Preset, seed: int) -> list[Spl
                                      # train_real's UVL frames serve only the paired oracle baseline
                                      ("train_real", p.train_real, streams[1], True, True),
                                      ("test", p.test, streams[2], True, True)):
-        sample = sample_states(rng, n, limits)
+        clip = sim_clip_frames if name == "train_sim" else 1
+        sample = (sample_clips(rng, n, clip, p.sequence_frames, limits) if clip > 1
+                  else sample_states(rng, n, limits))
         splits.append(Split(name, frame_state(scene, panda, sample, width=p.resolution, height=p.resolution),
-                            sample.joints, sim, real))
+                            sample.joints, sim, real, clip))
     for k in range(p.sequences):
         sample = sample_trajectory(streams[3 + k], p.sequence_frames, limits)
         splits.append(Split(f"sequences/seq_{k:03d}",
@@ -219,7 +231,8 @@ def _write_manifest(root: Path, scene: Scene, p: Preset, preset: str, seed: int,
         "scene": "assets/scene.yaml",
         "camera": {"convention": "OpenCV (x right, y down, z forward), see docs/rendering.md",
                    "states": "<split>/states.npz"},
-        "splits": {s.name: {"frames": s.state.batch_size, "sim": s.sim, "real": s.real} for s in splits},
+        "splits": {s.name: {"frames": s.state.batch_size, "sim": s.sim, "real": s.real,
+                            **({"clip_frames": s.clip_frames} if s.clip_frames > 1 else {})} for s in splits},
         "render": {"spp": p.spp, **asdict(p)},
         "provenance": {
             "generator": f"triton_s2r {__version__} (triton-s2r make-dataset)",

@@ -8,7 +8,7 @@ blocks, a ball and a can.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
@@ -109,6 +109,27 @@ def sample_trajectory(rng: np.random.Generator, frames: int, limits: tuple[np.nd
     view = sample_states(rng, 1, limits)
     return StateSample(joints, np.full(frames, view.fingers[0]), objects, np.repeat(view.eye, frames, 0),
                        np.repeat(view.target, frames, 0), np.repeat(view.fov_deg, frames))
+
+
+def sample_clips(rng: np.random.Generator, count: int, clip_frames: int, trajectory_frames: int,
+                 limits: tuple[np.ndarray, np.ndarray]) -> StateSample:
+    """``count`` states in clips of ``clip_frames`` consecutive frames, each clip from its own trajectory.
+
+    Each clip is a window, at a random start, of a ``sample_trajectory`` of ``trajectory_frames`` frames, so
+    neighbouring frames of a clip differ as neighbouring frames of a video sequence do.
+
+    Raises:
+        ValueError: ``count`` is not a multiple of ``clip_frames``, or a clip is longer than a trajectory.
+    """
+    if clip_frames < 1 or count % clip_frames or clip_frames > trajectory_frames:
+        raise ValueError(f"{count} frames do not split into clips of {clip_frames} consecutive frames of "
+                         f"{trajectory_frames}-frame trajectories: choose a divisor of the frame count")
+    windows = []
+    for _ in range(count // clip_frames):
+        start = int(rng.integers(0, trajectory_frames - clip_frames + 1))
+        trajectory = sample_trajectory(rng, trajectory_frames, limits)
+        windows.append({f.name: getattr(trajectory, f.name)[start:start + clip_frames] for f in fields(StateSample)})
+    return StateSample(**{name: np.concatenate([w[name] for w in windows]) for name in windows[0]})
 
 
 def _place_objects(rng: np.random.Generator, attempts: int = 1000) -> np.ndarray:

@@ -95,6 +95,7 @@ def surface_consistency_loss(
     color_normalization_eps: float | None = None,
     color_normalization_offset: float = 0.0,
     min_views: int = 2,
+    clip_frames: int = 1,
 ) -> Tensor:
     """ℓUC: weighted std of each texel's colour across the images of the batch.
 
@@ -111,6 +112,10 @@ def surface_consistency_loss(
             ``color_normalization_eps`` (reference 0; 1 turns [-1, 1] into [0, 2], so the normalised colour
             no longer depends on per-view brightness).
         min_views: texels seen (with non-zero splat weight) by fewer images are ignored; at least 2.
+        clip_frames: N > 1: the batch is B / N clips of N consecutive frames (neighbouring views, e.g.
+            ``data.sim_clip_frames``), and ℓUC compares only the images of one clip: the mean over clips of
+            each clip's ℓUC. Slow view-dependent change (shading, shadows) then costs little, frame-to-frame
+            flicker as much as before. 1: the whole batch (paper).
 
     Returns:
         Scalar float32 ≥ 0, unweighted: the mean std over channels and valid texels; 0 (still attached
@@ -118,6 +123,15 @@ def surface_consistency_loss(
     """
     if min_views < 2:
         raise ValueError(f"min_views must be >= 2 (a std needs two views), got {min_views}")
+    if clip_frames > 1:
+        if image.shape[0] % clip_frames:
+            raise ValueError(f"a batch of {image.shape[0]} images does not split into clips of {clip_frames}")
+        return torch.stack([
+            surface_consistency_loss(image[k:k + clip_frames], uv[k:k + clip_frames], label[k:k + clip_frames],
+                                     num_labels, grid_size, eps, color_normalization_eps,
+                                     color_normalization_offset, min_views)
+            for k in range(0, image.shape[0], clip_frames)
+        ]).mean()
     texel_mean, texel_weight = unproject_to_texels(image, uv, label, num_labels, grid_size)
     if color_normalization_eps is not None:
         shifted = texel_mean + color_normalization_offset
