@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -152,6 +153,9 @@ def test_tiny_run_with_sim_clips_and_its_errors(tiny_data, tmp_path, capsys) -> 
     data = TritonDataModule(root=str(clips), batch_size=4, sim_clip_frames=2, num_workers=0)
     data.setup("fit")
     assert isinstance(data.train_dataloader().sampler, ClipSampler)
+    data.trainer = SimpleNamespace(world_size=2)  # DDP would deal every second index to each rank
+    with pytest.raises(ValueError, match="trains in one process only"):
+        data.train_dataloader()
     run_dir = run(tmp_path, "clips_run", clips, "logger=csv", "data.sim_clip_frames=2",
                   "loss.loss_weights.surface_consistency=5")
     ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=False)

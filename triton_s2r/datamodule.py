@@ -224,6 +224,10 @@ class TritonDataModule(pl.LightningDataModule):
         dataset = self.train_dataset()
         num_samples = self.steps_per_epoch * self.batch_size
         if self.sim_clip_frames > 1 and not self.paired:
+            if self.trainer is not None and self.trainer.world_size > 1:
+                # Lightning's distributed wrapper deals every world_size-th index to a rank, splitting clips.
+                raise ValueError(f"data.sim_clip_frames={self.sim_clip_frames} trains in one process only for now; "
+                                 f"use one device (trainer.devices=1) or data.sim_clip_frames=1")
             sampler = ClipSampler(dataset.num_sim, len(dataset.real), self.sim_clip_frames, num_samples, self.seed)
         else:
             sampler = EpochSampler(len(dataset), num_samples, self.seed)
