@@ -37,9 +37,11 @@ class EpochSampler(Sampler[int]):
     def __len__(self) -> int:
         return self.num_samples
 
+    def _generator(self) -> torch.Generator:
+        return torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+
     def __iter__(self):
-        g = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
-        return iter(torch.randint(0, self.population, (self.num_samples,), generator=g).tolist())
+        return iter(torch.randint(0, self.population, (self.num_samples,), generator=self._generator()).tolist())
 
 
 class ClipSampler(EpochSampler):
@@ -53,12 +55,11 @@ class ClipSampler(EpochSampler):
         if num_sim % clip_frames:
             raise ValueError(f"{num_sim} sim frames do not split into clips of {clip_frames}")
         super().__init__(num_sim * num_real, num_samples, seed)
-        self.num_real, self.clip_frames = num_real, clip_frames
+        self.num_real, self.clip_frames, self.num_clips = num_real, clip_frames, num_sim // clip_frames
 
     def __iter__(self):
-        g = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
-        num_clips = self.population // (self.num_real * self.clip_frames)
-        clips = torch.randint(0, num_clips, (-(-self.num_samples // self.clip_frames), 1), generator=g)
+        g = self._generator()
+        clips = torch.randint(0, self.num_clips, (-(-self.num_samples // self.clip_frames), 1), generator=g)
         sim = (clips * self.clip_frames + torch.arange(self.clip_frames)).flatten()[: self.num_samples]
         real = torch.randint(0, self.num_real, (sim.numel(),), generator=g)
         return iter((sim * self.num_real + real).tolist())

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import datetime
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +31,7 @@ from tqdm import tqdm
 from triton_s2r import __version__
 from triton_s2r.benchmark.robot import Panda
 from triton_s2r.benchmark.tabletop import build_scene, frame_state, sample_clips, sample_states, sample_trajectory
+from triton_s2r.datasets import BenchmarkDataset
 from triton_s2r.render.rasterizer import make_rasterizer
 from triton_s2r.render.scene import FrameState, Scene
 from triton_s2r.render.uvl import gbuffer_to_uvl, write_uvl
@@ -115,7 +116,7 @@ def make_dataset(
         p = Preset(resolution, p.train_sim, p.train_real, p.test, p.sequences, p.sequence_frames, p.spp)
     root = Path(out)
     if (root / "dataset.yaml").is_file():  # resuming: the stored frames must come from the same kind of states
-        built = yaml.safe_load((root / "dataset.yaml").read_text())["splits"]["train_sim"].get("clip_frames", 1)
+        built = BenchmarkDataset.open(root, check_files=False).splits["train_sim"].get("clip_frames", 1)
         if built != sim_clip_frames:
             raise ValueError(f"{root} holds a dataset whose train_sim comes in clips of {built} frame(s), not "
                              f"{sim_clip_frames}: build into a new --out folder")
@@ -125,7 +126,7 @@ def make_dataset(
     scene = build_scene(panda)
     splits = _sample_splits(scene, panda, p, seed, sim_clip_frames)
     if not real:
-        splits = [Split(s.name, s.state, s.joints, s.sim, False, s.clip_frames) for s in splits if s.sim]
+        splits = [replace(s, real=False) for s in splits if s.sim]
     _write_assets(scene, root / "assets")
     for split in splits:
         (root / split.name).mkdir(parents=True, exist_ok=True)
