@@ -31,7 +31,8 @@ def test_manifest_and_layout(dataset_dir) -> None:
     manifest = yaml.safe_load((dataset_dir / "dataset.yaml").read_text())
     assert manifest["format_version"] == 1 and manifest["resolution"] == [48, 48] and manifest["seed"] == 3
     assert manifest["labels"]["names"][:4] == ["table", "robot_base", "robot_arm", "robot_hand"]
-    assert manifest["splits"]["train_sim"] == {"frames": 4, "sim": True, "real": False}
+    assert manifest["splits"]["train_sim"] == {"frames": 4, "sim": True, "real": False, "clip_frames": 2}
+    assert "clip_frames" not in manifest["splits"]["test"]
     assert manifest["splits"]["train_real"] == {"frames": 4, "sim": True, "real": True}
     assert manifest["splits"]["test"]["sim"] and manifest["splits"]["test"]["real"]
     assert manifest["splits"]["sequences/seq_000"]["frames"] == 8
@@ -75,13 +76,9 @@ def test_sequences_move_smoothly(dataset_dir) -> None:
                        ds.states("sequences/seq_000").camera.world_from_camera[-1])  # fixed camera
 
 
-def test_sim_clips_hold_neighbouring_frames(tmp_path, capsys) -> None:
-    out = tmp_path / "clips"
-    assert main(["make-dataset", "--out", str(out), *ARGS, "--sim-clip-frames", "2", "--no-real"]) == 0
-    manifest = yaml.safe_load((out / "dataset.yaml").read_text())
-    assert manifest["splits"]["train_sim"] == {"frames": 4, "sim": True, "real": False, "clip_frames": 2}
-    assert "clip_frames" not in manifest["splits"]["test"]
-    states = BenchmarkDataset.open(out).states("train_sim")
+def test_sim_clips_hold_neighbouring_frames(dataset_dir, tmp_path, capsys) -> None:
+    """train_sim comes in pairs of consecutive frames by default (--sim-clip-frames 2)."""
+    states = BenchmarkDataset.open(dataset_dir).states("train_sim")
     cameras, poses = states.camera.world_from_camera, states.object_poses[:, :, :3, 3]
     within = [(poses[k + 1] - poses[k]).norm(dim=-1).max() for k in (0, 2)]  # frames of one clip
     assert torch.equal(cameras[0], cameras[1]) and torch.equal(cameras[2], cameras[3])
@@ -89,7 +86,7 @@ def test_sim_clips_hold_neighbouring_frames(tmp_path, capsys) -> None:
     assert main(["make-dataset", "--out", str(tmp_path / "odd"), *ARGS, "--sim-clip-frames", "3", "--no-real"]) == 2
     assert "4 frames do not split into clips of 3" in capsys.readouterr().err
     # Resuming into a folder built with other clips would mix two kinds of states: refused.
-    assert main(["make-dataset", "--out", str(out), *ARGS, "--no-real"]) == 2
+    assert main(["make-dataset", "--out", str(dataset_dir), *ARGS, "--sim-clip-frames", "1"]) == 2
     assert "clips of 2 frame(s), not 1: build into a new --out folder" in capsys.readouterr().err
 
 

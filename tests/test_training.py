@@ -134,40 +134,54 @@ def test_surface_losses_join_after_the_configured_batches(tiny_data, tmp_path) -
 
 
 def test_clip_sampler_yields_whole_clips_in_order() -> None:
-    sampler = ClipSampler(num_sim=12, num_real=5, clip_frames=3, num_samples=30, seed=1)
+    sampler = ClipSampler(num_sim=13, num_real=5, clip_frames=3, num_samples=30, seed=1)  # sim frame 12: no clip
     sim, real = zip(*(divmod(k, 5) for k in sampler), strict=True)  # UnpairedDataset's index: sim * 5 + real
     clips = [sim[k:k + 3] for k in range(0, 30, 3)]
     assert all(c[0] % 3 == 0 and list(c) == [c[0], c[0] + 1, c[0] + 2] for c in clips), clips
-    assert len(set(clips)) > 1 and len(set(real)) > 1 and max(real) < 5
-    assert list(sampler) == list(ClipSampler(12, 5, 3, 30, 1))  # reproducible per (seed, epoch)
+    assert len(set(clips)) > 1 and len(set(real)) > 1 and max(real) < 5 and max(sim) < 12
+    assert list(sampler) == list(ClipSampler(13, 5, 3, 30, 1))  # reproducible per (seed, epoch)
     sampler.set_epoch(1)
     assert [divmod(k, 5)[0] for k in sampler] != list(sim)
-    with pytest.raises(ValueError, match="12 sim frames do not split into clips of 5"):
-        ClipSampler(12, 5, 5, 30, 1)
+    with pytest.raises(ValueError, match="2 sim frame"):
+        ClipSampler(2, 5, 3, 30, 1)
+
+
+def test_clip_sampler_under_ddp_gives_every_rank_whole_clips() -> None:
+    """Lightning wraps the sampler for DDP and deals positions r, r + W, ... to rank r: each rank still
+    reads whole clips, the ranks different ones, and ``set_epoch`` reaches the sampler through the wrapper."""
+    from lightning_fabric.utilities.distributed import DistributedSamplerWrapper
+
+    sampler = ClipSampler(num_sim=40, num_real=3, clip_frames=2, num_samples=24, seed=0, world_size=3)
+    streams = []
+    for rank in range(3):
+        dealt = DistributedSamplerWrapper(sampler, num_replicas=3, rank=rank, shuffle=False)
+        sim = [k // 3 for k in dealt]
+        assert len(sim) == 8 and all(a % 2 == 0 and b == a + 1 for a, b in zip(sim[::2], sim[1::2], strict=True))
+        streams.append(sim)
+    assert streams[0] != streams[1] != streams[2]
+    dealt.set_epoch(1)
+    assert [k // 3 for k in dealt] != streams[2]
 
 
 def test_tiny_run_with_sim_clips_and_its_errors(tiny_data, tmp_path, capsys) -> None:
-    clips = tmp_path / "clips"
-    assert main(["make-dataset", "--out", str(clips), "--preset", "tiny", "--frames", "8", "--resolution", "64",
-                 "--backend", "embree", "--sim-clip-frames", "2"]) == 0
-    data = TritonDataModule(root=str(clips), batch_size=4, sim_clip_frames=2, num_workers=0)
+    """The benchmark's default: train_sim in pairs, plain ℓUC within each pair."""
+    assert yaml.safe_load((tiny_data / "dataset.yaml").read_text())["splits"]["train_sim"]["clip_frames"] == 2
+    data = TritonDataModule(root=str(tiny_data), batch_size=4, sim_clip_frames=2, num_workers=0)
     data.setup("fit")
     assert isinstance(data.train_dataloader().sampler, ClipSampler)
-    data.trainer = SimpleNamespace(world_size=2)  # DDP would deal every second index to each rank
-    with pytest.raises(ValueError, match="trains in one process only"):
-        data.train_dataloader()
-    run_dir = run(tmp_path, "clips_run", clips, "logger=csv", "data.sim_clip_frames=2",
-                  "loss.loss_weights.surface_consistency=5")
+    data.trainer = SimpleNamespace(world_size=2)  # under DDP the sampler interleaves the ranks' clips
+    assert data.train_dataloader().sampler.world_size == 2
+    run_dir = run(tmp_path, "clips_run", tiny_data, "logger=csv")
     ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=False)
     assert ckpt["state_dict"]["batches_done"] == 10
     assert ckpt["hyper_parameters"]["surface_consistency_clip_frames"] == 2  # plain ℓUC within each clip
     header = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()[0].split(",")
     assert "train/surface_consistency" in header and "train/surface_chroma_consistency" in header
-    with pytest.raises(SystemExit):  # the dataset's frames are independent states, not clips
-        run(tmp_path, "x", tiny_data, "data.sim_clip_frames=2")
-    assert "train_sim holds clips of 1 frame(s), but data.sim_clip_frames=2" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # the dataset's clips are pairs
+        run(tmp_path, "x", tiny_data, "data.sim_clip_frames=4")
+    assert "train_sim holds clips of 2 frame(s), but data.sim_clip_frames=4" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # tiny batches hold 4 frames
-        run(tmp_path, "y", clips, "data.sim_clip_frames=3")
+        run(tmp_path, "y", tiny_data, "data.sim_clip_frames=3")
     assert "data.batch_size=4 must hold whole clips of data.sim_clip_frames=3" in capsys.readouterr().err
 
 

@@ -234,9 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="render backend for the sim frames")
     make.add_argument("--uvl-format", choices=["png", "exr"], default="png", help="UVL file format")
     make.add_argument("--no-real", action="store_true", help="skip the path-traced real frames (sim only)")
-    make.add_argument("--sim-clip-frames", type=int, default=1,
-                      help="train_sim in clips of N consecutive trajectory frames (for data.sim_clip_frames=N); "
-                      "1: independent states")
+    make.add_argument("--sim-clip-frames", type=int, default=2,
+                      help="train_sim in clips of N consecutive trajectory frames, for data.sim_clip_frames=N "
+                      "(both default to 2, pairs); 1: independent states")
     make.set_defaults(func=_make_dataset)
     return parser
 

@@ -47,20 +47,27 @@ class EpochSampler(Sampler[int]):
 class ClipSampler(EpochSampler):
     """Like ``EpochSampler`` for an ``UnpairedDataset`` whose sim frames come in clips of ``clip_frames``.
 
-    Each run of ``clip_frames`` indices is one clip drawn uniformly, its frames in order, each paired with
-    a photo drawn uniformly; a batch whose size is a multiple of ``clip_frames`` then holds whole clips.
+    Each clip is drawn uniformly, its frames in order, each paired with a photo drawn uniformly; a batch whose
+    size is a multiple of ``clip_frames`` then holds whole clips. Sim frames past the last whole clip are
+    never drawn. With ``world_size`` W > 1 (DDP) the indices are interleaved so that Lightning's distributed
+    wrapper, which deals positions r, r + W, r + 2W, ... to rank r, gives every rank whole clips; each rank
+    then receives ``num_samples / W`` indices (rounded up to whole clips).
     """
 
-    def __init__(self, num_sim: int, num_real: int, clip_frames: int, num_samples: int, seed: int) -> None:
-        if num_sim % clip_frames:
-            raise ValueError(f"{num_sim} sim frames do not split into clips of {clip_frames}")
-        super().__init__(num_sim * num_real, num_samples, seed)
+    def __init__(self, num_sim: int, num_real: int, clip_frames: int, num_samples: int, seed: int,
+                 world_size: int = 1) -> None:
+        if num_sim < clip_frames:
+            raise ValueError(f"{num_sim} sim frame(s) make no clip of {clip_frames}")
+        per_rank = -(-num_samples // (world_size * clip_frames)) * clip_frames
+        super().__init__(num_sim * num_real, per_rank * world_size, seed)
         self.num_real, self.clip_frames, self.num_clips = num_real, clip_frames, num_sim // clip_frames
+        self.world_size = world_size
 
     def __iter__(self):
         g = self._generator()
-        clips = torch.randint(0, self.num_clips, (-(-self.num_samples // self.clip_frames), 1), generator=g)
-        sim = (clips * self.clip_frames + torch.arange(self.clip_frames)).flatten()[: self.num_samples]
+        n, w = self.clip_frames, self.world_size
+        clips = torch.randint(0, self.num_clips, (self.num_samples // n, 1), generator=g)
+        sim = (clips * n + torch.arange(n)).view(w, -1).T.flatten()  # row r: rank r's frames, then interleaved
         real = torch.randint(0, self.num_real, (sim.numel(),), generator=g)
         return iter((sim * self.num_real + real).tolist())
 
@@ -166,11 +173,12 @@ class TritonDataModule(pl.LightningDataModule):
         self.dataset: BenchmarkDataset | None = None
 
     def prepare_data(self) -> None:
-        """Build the benchmark preset at ``root`` if it holds no dataset yet (rank 0 only)."""
+        """Build the benchmark preset at ``root`` if it holds no dataset yet (rank 0 only), in clips of
+        ``sim_clip_frames``."""
         if self.root is not None and not (Path(self.root) / "dataset.yaml").is_file() and self.build_preset:
             from triton_s2r.benchmark.dataset import make_dataset
 
-            make_dataset(self.root, preset=self.build_preset, seed=self.seed)
+            make_dataset(self.root, preset=self.build_preset, seed=self.seed, sim_clip_frames=self.sim_clip_frames)
 
     def setup(self, stage: str | None = None) -> None:
         if self.root is not None:
@@ -225,11 +233,9 @@ class TritonDataModule(pl.LightningDataModule):
         dataset = self.train_dataset()
         num_samples = self.steps_per_epoch * self.batch_size
         if self.sim_clip_frames > 1 and not self.paired:
-            if self.trainer is not None and self.trainer.world_size > 1:
-                # Lightning's distributed wrapper deals every world_size-th index to a rank, splitting clips.
-                raise ValueError(f"data.sim_clip_frames={self.sim_clip_frames} trains in one process only for now; "
-                                 f"use one device (trainer.devices=1) or data.sim_clip_frames=1")
-            sampler = ClipSampler(dataset.num_sim, len(dataset.real), self.sim_clip_frames, num_samples, self.seed)
+            world_size = self.trainer.world_size if self.trainer is not None else 1
+            sampler = ClipSampler(dataset.num_sim, len(dataset.real), self.sim_clip_frames, num_samples, self.seed,
+                                  world_size)
         else:
             sampler = EpochSampler(len(dataset), num_samples, self.seed)
         # Pinned batches copy to the GPU without waiting for it (a copy from pageable memory waits first).

@@ -81,7 +81,7 @@ def make_dataset(
     backend: str = "auto",
     uvl_format: str = "png",
     real: bool = True,
-    sim_clip_frames: int = 1,
+    sim_clip_frames: int = 2,
 ) -> Path:
     """Build (or finish building) a benchmark dataset in ``out``.
 
@@ -95,9 +95,9 @@ def make_dataset(
         backend: render backend for the sim frames.
         uvl_format: ``png`` (16-bit) or ``exr`` (float32).
         real: also path trace the real frames (Mitsuba, extra ``scenes``).
-        sim_clip_frames: 1: train_sim states are independent; N > 1: they come in clips of N consecutive
-            frames of short trajectories (``sample_clips``), for ℓUC over neighbouring views
-            (``data.sim_clip_frames``). The frame count must be a multiple of N.
+        sim_clip_frames: N > 1 (default 2, pairs): train_sim states come in clips of N consecutive frames of
+            short trajectories (``sample_clips``), for ℓUC over neighbouring views (``data.sim_clip_frames``,
+            the same default); 1: independent states. The frame count must be a multiple of N.
 
     Returns:
         The dataset folder.
