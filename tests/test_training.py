@@ -13,7 +13,7 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf, open_dict
 
 from triton_s2r.cli import main
-from triton_s2r.datamodule import ClipSampler, TritonDataModule
+from triton_s2r.datamodule import ClipSampler, EpochSampler, TritonDataModule
 from triton_s2r.system import NonFiniteLossError
 
 CONF = Path(__file__).resolve().parent.parent / "triton_s2r" / "conf"
@@ -146,21 +146,19 @@ def test_clip_sampler_yields_whole_clips_in_order() -> None:
         ClipSampler(2, 5, 3, 30, 1)
 
 
-def test_clip_sampler_under_ddp_gives_every_rank_whole_clips() -> None:
-    """Lightning wraps the sampler for DDP and deals positions r, r + W, ... to rank r: each rank still
-    reads whole clips, the ranks different ones, and ``set_epoch`` reaches the sampler through the wrapper."""
-    from lightning_fabric.utilities.distributed import DistributedSamplerWrapper
-
-    sampler = ClipSampler(num_sim=40, num_real=3, clip_frames=2, num_samples=24, seed=0, world_size=3)
+def test_samplers_under_ddp_draw_each_rank_its_own_share() -> None:
+    """Each rank draws its own whole clips (its share of the epoch, rounded up to whole clips), different
+    from the other ranks'; rank 0 of one process draws what a single process draws."""
     streams = []
     for rank in range(3):
-        dealt = DistributedSamplerWrapper(sampler, num_replicas=3, rank=rank, shuffle=False)
-        sim = [k // 3 for k in dealt]
+        sim = [k // 3 for k in ClipSampler(num_sim=40, num_real=3, clip_frames=2, num_samples=24, seed=0,
+                                           rank=rank, world_size=3)]
         assert len(sim) == 8 and all(a % 2 == 0 and b == a + 1 for a, b in zip(sim[::2], sim[1::2], strict=True))
         streams.append(sim)
     assert streams[0] != streams[1] != streams[2]
-    dealt.set_epoch(1)
-    assert [k // 3 for k in dealt] != streams[2]
+    assert list(EpochSampler(50, 10, 0, rank=1, world_size=2)) != list(EpochSampler(50, 10, 0, rank=0, world_size=2))
+    assert list(EpochSampler(50, 10, 0, rank=0, world_size=1)) == list(EpochSampler(50, 10, 0))
+    assert len(EpochSampler(50, 10, 0, rank=0, world_size=3)) == 4
 
 
 def test_tiny_run_with_sim_clips_and_its_errors(tiny_data, tmp_path, capsys) -> None:
@@ -169,8 +167,13 @@ def test_tiny_run_with_sim_clips_and_its_errors(tiny_data, tmp_path, capsys) -> 
     data = TritonDataModule(root=str(tiny_data), batch_size=4, sim_clip_frames=2, num_workers=0)
     data.setup("fit")
     assert isinstance(data.train_dataloader().sampler, ClipSampler)
-    data.trainer = SimpleNamespace(world_size=2)  # under DDP the sampler interleaves the ranks' clips
-    assert data.train_dataloader().sampler.world_size == 2
+    # Under DDP each rank draws its own clips; Lightning's wrapper, which would split them, is refused.
+    data.trainer = SimpleNamespace(world_size=2, global_rank=1,
+                                   _accelerator_connector=SimpleNamespace(use_distributed_sampler=False))
+    assert data.train_dataloader().sampler.rank == 1
+    data.trainer._accelerator_connector.use_distributed_sampler = True
+    with pytest.raises(ValueError, match="trainer.use_distributed_sampler=false"):
+        data.train_dataloader()
     run_dir = run(tmp_path, "clips_run", tiny_data, "logger=csv")
     ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=False)
     assert ckpt["state_dict"]["batches_done"] == 10

@@ -8,8 +8,8 @@ The sim domain comes either from pre-rendered UVL frames (``sim_source="frames"`
 rendered in the loop (``sim_source="render"``): then a batch carries state indices and the system renders
 them on its own device at the current resolution stage (nvdiffrast on a GPU, embree on a CPU).
 
-Batches are drawn by ``EpochSampler``: a seeded permutation per epoch, so a run resumed at an epoch
-boundary sees exactly the batches an uninterrupted run sees.
+Batches are drawn by ``EpochSampler`` (``ClipSampler`` for clips): seeded per epoch, so a run resumed at an
+epoch boundary sees exactly the batches an uninterrupted run sees; under DDP each rank draws its own.
 """
 
 from __future__ import annotations
@@ -26,10 +26,15 @@ from triton_s2r.render.scene import FrameState, LabelTable, Scene, load_scene
 
 
 class EpochSampler(Sampler[int]):
-    """``num_samples`` indices drawn uniformly from ``range(population)``, reseeded by (seed, epoch)."""
+    """Indices drawn uniformly from ``range(population)``, reseeded by (seed, epoch, rank).
 
-    def __init__(self, population: int, num_samples: int, seed: int) -> None:
-        self.population, self.num_samples, self.seed, self.epoch = population, num_samples, seed, 0
+    Under DDP (``world_size`` W > 1) each rank draws its own ``num_samples / W`` indices (rounded up), so
+    Lightning must not wrap the sampler (``trainer.use_distributed_sampler=false``, as ``trainer=ddp`` sets).
+    """
+
+    def __init__(self, population: int, num_samples: int, seed: int, rank: int = 0, world_size: int = 1) -> None:
+        self.population, self.seed, self.rank, self.epoch = population, seed, rank, 0
+        self.num_samples = -(-num_samples // world_size)
 
     def set_epoch(self, epoch: int) -> None:  # called by Lightning before each epoch
         self.epoch = epoch
@@ -38,7 +43,7 @@ class EpochSampler(Sampler[int]):
         return self.num_samples
 
     def _generator(self) -> torch.Generator:
-        return torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+        return torch.Generator().manual_seed(self.seed * 100_003 + self.epoch + self.rank * 1_000_000_007)
 
     def __iter__(self):
         return iter(torch.randint(0, self.population, (self.num_samples,), generator=self._generator()).tolist())
@@ -49,25 +54,21 @@ class ClipSampler(EpochSampler):
 
     Each clip is drawn uniformly, its frames in order, each paired with a photo drawn uniformly; a batch whose
     size is a multiple of ``clip_frames`` then holds whole clips. Sim frames past the last whole clip are
-    never drawn. With ``world_size`` W > 1 (DDP) the indices are interleaved so that Lightning's distributed
-    wrapper, which deals positions r, r + W, r + 2W, ... to rank r, gives every rank whole clips; each rank
-    then receives ``num_samples / W`` indices (rounded up to whole clips).
+    never drawn. Each rank's count is rounded up to whole clips.
     """
 
     def __init__(self, num_sim: int, num_real: int, clip_frames: int, num_samples: int, seed: int,
-                 world_size: int = 1) -> None:
+                 rank: int = 0, world_size: int = 1) -> None:
         if num_sim < clip_frames:
             raise ValueError(f"{num_sim} sim frame(s) make no clip of {clip_frames}")
-        per_rank = -(-num_samples // (world_size * clip_frames)) * clip_frames
-        super().__init__(num_sim * num_real, per_rank * world_size, seed)
+        super().__init__(num_sim * num_real, num_samples, seed, rank, world_size)
+        self.num_samples = -(-self.num_samples // clip_frames) * clip_frames
         self.num_real, self.clip_frames, self.num_clips = num_real, clip_frames, num_sim // clip_frames
-        self.world_size = world_size
 
     def __iter__(self):
         g = self._generator()
-        n, w = self.clip_frames, self.world_size
-        clips = torch.randint(0, self.num_clips, (self.num_samples // n, 1), generator=g)
-        sim = (clips * n + torch.arange(n)).view(w, -1).T.flatten()  # row r: rank r's frames, then interleaved
+        clips = torch.randint(0, self.num_clips, (self.num_samples // self.clip_frames, 1), generator=g)
+        sim = (clips * self.clip_frames + torch.arange(self.clip_frames)).flatten()
         real = torch.randint(0, self.num_real, (sim.numel(),), generator=g)
         return iter((sim * self.num_real + real).tolist())
 
@@ -232,12 +233,19 @@ class TritonDataModule(pl.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         dataset = self.train_dataset()
         num_samples = self.steps_per_epoch * self.batch_size
+        rank, world_size = 0, 1
+        if self.trainer is not None and self.trainer.world_size > 1:
+            # Lightning's own distributed wrapper would shuffle the indices across ranks, splitting clips.
+            connector = getattr(self.trainer, "_accelerator_connector", None)
+            if getattr(connector, "use_distributed_sampler", False):
+                raise ValueError("with several processes set trainer.use_distributed_sampler=false (trainer=ddp "
+                                 "does): each rank draws its own batches")
+            rank, world_size = self.trainer.global_rank, self.trainer.world_size
         if self.sim_clip_frames > 1 and not self.paired:
-            world_size = self.trainer.world_size if self.trainer is not None else 1
             sampler = ClipSampler(dataset.num_sim, len(dataset.real), self.sim_clip_frames, num_samples, self.seed,
-                                  world_size)
+                                  rank, world_size)
         else:
-            sampler = EpochSampler(len(dataset), num_samples, self.seed)
+            sampler = EpochSampler(len(dataset), num_samples, self.seed, rank, world_size)
         # Pinned batches copy to the GPU without waiting for it (a copy from pageable memory waits first).
         return DataLoader(dataset, batch_size=self.batch_size, sampler=sampler, num_workers=self.num_workers,
                           drop_last=True, persistent_workers=self.num_workers > 0, pin_memory=torch.cuda.is_available())
