@@ -104,51 +104,17 @@ def test_texture_packing_is_sync_free_and_matches_cpu() -> None:
     torch.testing.assert_close(result.cpu(), expected, rtol=1e-4, atol=1e-5)
 
 
-_DDP_SCRIPT = '''
-import json, sys
-import pytorch_lightning as pl
-from hydra import compose, initialize_config_module
-from hydra.utils import instantiate
-from triton_s2r.train import build
-
-class Report(pl.Callback):
-    def on_train_start(self, trainer, module):
-        loader = trainer.train_dataloader
-        sim = [k // len(loader.dataset.real) for k in loader.sampler]
-        print("RANK " + json.dumps({"rank": trainer.global_rank, "sampler": type(loader.sampler).__name__,
-                                    "sim": sim}), flush=True)
-
-with initialize_config_module("triton_s2r.conf", version_base="1.3"):
-    cfg = compose("train", overrides=["experiment=tiny", "trainer=ddp", "trainer.devices=2", "logger=none",
-                                      f"data.root={sys.argv[1]}", "data.build_preset=null", "data.sim_source=frames",
-                                      "system.crop_size=48", "trainer.max_epochs=2"])
-datamodule, system = build(cfg)
-trainer = instantiate(cfg.trainer, logger=False, callbacks=[Report()], enable_checkpointing=False,
-                      default_root_dir=sys.argv[2], enable_progress_bar=False)
-trainer.fit(system, datamodule=datamodule)
-print("DONE " + json.dumps({"rank": trainer.global_rank, "batches": int(system.batches_done)}), flush=True)
-'''
-
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
 def test_ddp_ranks_draw_their_own_whole_clips(data: str, tmp_path) -> None:
-    """trainer=ddp on 2 GPUs with the default pairs: each rank's sampler is ours (Lightning's wrapper, which
-    shuffles indices across ranks, is off), deals whole clips, and differs from the other rank's."""
-    import json
+    """trainer=ddp on 2 GPUs (NCCL) with the default pairs: as the CPU test in test_training.py."""
     import subprocess
     import sys
+    from pathlib import Path
 
-    script = tmp_path / "ddp_clips.py"  # a script: Lightning's DDP launcher starts rank 1 by rerunning it
-    script.write_text(_DDP_SCRIPT)
-    out = subprocess.run([sys.executable, str(script), data, str(tmp_path / "run")], capture_output=True, text=True,
-                         timeout=300)
+    import ddp_clips_run
+
+    out = subprocess.run([sys.executable, ddp_clips_run.__file__, data, str(tmp_path)], capture_output=True,
+                         text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    lines = out.stdout.splitlines()
-    ranks = {r["rank"]: r for r in (json.loads(x[5:]) for x in lines if x.startswith("RANK "))}
-    assert set(ranks) == {0, 1}
-    for report in ranks.values():
-        sim = report["sim"]
-        assert report["sampler"] == "ClipSampler" and sim
-        assert all(a % 2 == 0 and b == a + 1 for a, b in zip(sim[::2], sim[1::2], strict=True)), sim
-    assert ranks[0]["sim"] != ranks[1]["sim"]
-    assert [json.loads(x[5:])["batches"] for x in lines if x.startswith("DONE ")] == [4, 4]
+    ddp_clips_run.check(Path(tmp_path))
