@@ -1,12 +1,14 @@
 """Train experiment=tiny with trainer=ddp on two processes; each rank records what its sampler deals.
 
-Run as a script (Lightning's DDP launcher starts rank 1 by rerunning it), from the DDP tests:
-``python tests/ddp_clips_run.py DATA OUT [OVERRIDE ...]``; ``check(OUT)`` then asserts on the records.
+A script (Lightning's DDP launcher starts rank 1 by rerunning it): the DDP tests call ``train_and_check(DATA,
+OUT, *OVERRIDES)``, which runs ``python tests/ddp_clips_run.py DATA OUT [OVERRIDE ...]`` and asserts on the
+records.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -27,8 +29,12 @@ class _Record(pl.Callback):
         (self.out / f"batches{trainer.global_rank}.txt").write_text(str(int(module.batches_done)))
 
 
-def check(out: Path) -> None:
-    """Each rank's own sampler dealt whole pairs, the two ranks different ones, and both trained 4 batches."""
+def train_and_check(data: str, out: Path, *overrides: str) -> None:
+    """Run this script; each rank's own sampler dealt whole pairs, the two ranks different ones, and both
+    trained 4 batches."""
+    run = subprocess.run([sys.executable, __file__, data, str(out), *overrides], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
     ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
     for record in ranks:
         sim = record["sim"]

@@ -165,16 +165,10 @@ def test_ddp_ranks_draw_their_own_whole_clips_on_cpu(tiny_data, tmp_path) -> Non
     """trainer=ddp (two gloo processes on the CPU) with the default pairs: each rank's own ClipSampler deals
     whole clips, the ranks different ones (Lightning's distributed wrapper, which shuffles indices across
     ranks, is off). The GPU tier runs the same on two GPUs."""
-    import subprocess
-    import sys
-
     import ddp_clips_run
 
-    out = subprocess.run([sys.executable, ddp_clips_run.__file__, str(tiny_data), str(tmp_path),
-                          "trainer.accelerator=cpu", "trainer.precision=32", "render=embree"],
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    ddp_clips_run.check(tmp_path)
+    ddp_clips_run.train_and_check(str(tiny_data), tmp_path, "trainer.accelerator=cpu", "trainer.precision=32",
+                                  "render=embree")
 
 
 def test_tiny_run_with_sim_clips_and_its_errors(tiny_data, tmp_path, capsys) -> None:

@@ -108,13 +108,6 @@ def test_texture_packing_is_sync_free_and_matches_cpu() -> None:
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
 def test_ddp_ranks_draw_their_own_whole_clips(data: str, tmp_path) -> None:
     """trainer=ddp on 2 GPUs (NCCL) with the default pairs: as the CPU test in test_training.py."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
     import ddp_clips_run
 
-    out = subprocess.run([sys.executable, ddp_clips_run.__file__, data, str(tmp_path)], capture_output=True,
-                         text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    ddp_clips_run.check(Path(tmp_path))
+    ddp_clips_run.train_and_check(data, tmp_path)
