@@ -40,6 +40,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.report import commit, machine
+from triton_s2r.run_dir import RunDir, load_checkpoint
 from triton_s2r.utils.files import atomic_write
 
 METHODS = {  # method -> extra overrides
@@ -102,7 +103,7 @@ def train_and_evaluate(run: Run, data: str, budget_seconds: int, gpu: str | None
     if not metrics_path.is_file() or "warp_error_by_label" not in json.loads(metrics_path.read_text()):
         subprocess.run([sys.executable, "-m", "triton_s2r.cli", "eval", str(run.run_dir), data, "--out",
                         str(metrics_path)], check=True, env=env)
-    state = torch.load(run.run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
+    state = load_checkpoint(RunDir(run.run_dir).last)
     outcome = Outcome(run, json.loads(metrics_path.read_text()), seconds, int(state["state_dict"]["batches_done"]))
     print(run_row(outcome), flush=True)
     return outcome

@@ -87,6 +87,11 @@ def run(tmp: Path, name: str, data: Path, *extra: str) -> Path:
     return out
 
 
+def fails(tmp: Path, name: str, data: Path, *extra: str) -> None:
+    """Training refuses with exit status 2 (a one-line error on stderr, no traceback)."""
+    assert main(["train", *TINY, f"data.root={data}", f"hydra.run.dir={tmp / name}", *extra]) == 2
+
+
 def test_tiny_run_leaves_config_checkpoint_and_previews(tiny_data, tmp_path) -> None:
     run_dir = run(tmp_path, "run", tiny_data, "logger=csv")
     cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
@@ -190,11 +195,9 @@ def test_tiny_run_with_sim_clips_and_its_errors(tiny_data, tmp_path, capsys) -> 
     assert ckpt["hyper_parameters"]["surface_consistency_clip_frames"] == 2  # plain ℓUC within each clip
     header = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()[0].split(",")
     assert "train/surface_consistency" in header and "train/surface_chroma_consistency" in header
-    with pytest.raises(SystemExit):  # the dataset's clips are pairs
-        run(tmp_path, "x", tiny_data, "data.sim_clip_frames=4")
+    fails(tmp_path, "x", tiny_data, "data.sim_clip_frames=4")  # the dataset's clips are pairs
     assert "train_sim holds clips of 2 frame(s), but data.sim_clip_frames=4" in capsys.readouterr().err
-    with pytest.raises(SystemExit):  # tiny batches hold 4 frames
-        run(tmp_path, "y", tiny_data, "data.sim_clip_frames=3")
+    fails(tmp_path, "y", tiny_data, "data.sim_clip_frames=3")  # tiny batches hold 4 frames
     assert "data.batch_size=4 must hold whole clips of data.sim_clip_frames=3" in capsys.readouterr().err
 
 
@@ -211,7 +214,7 @@ def test_resume_continues_exactly(tiny_data, tmp_path) -> None:
         torch.testing.assert_close(a[key], b[key], rtol=1e-5, atol=1e-6, msg=lambda m, k=key: f"{k}: {m}")
     assert int(b["batches_done"]) == 10
     # The weight average trails the trained weights, and it is what inference loads.
-    from triton_s2r.translator import load_model_weights
+    from triton_s2r.run_dir import load_model_weights
 
     key = "generator_real.decoder.layers.0.weight"
     assert not torch.allclose(b[f"model_ema.{key}"], b[f"model.{key}"])
@@ -254,8 +257,7 @@ def test_paired_augmentation_keeps_pairs_aligned() -> None:
 
 
 def test_missing_checkpoint_is_a_clear_error(tiny_data, tmp_path, capsys) -> None:
-    with pytest.raises(SystemExit):
-        run(tmp_path, "x", tiny_data, f"resume={tmp_path / 'nowhere'}")
+    fails(tmp_path, "x", tiny_data, f"resume={tmp_path / 'nowhere'}")
     err = capsys.readouterr().err
     assert "checkpoint not found" in err and "nowhere" in err and "resume=<run dir>" in err
 
@@ -264,10 +266,10 @@ def test_non_finite_losses_are_skipped_then_stop(tiny_data, tmp_path, monkeypatc
     import triton_s2r.system as system_module
 
     monkeypatch.setattr(system_module, "surface_chroma_consistency_loss", lambda *a, **k: torch.tensor(float("nan")))
-    with pytest.raises(SystemExit):
-        run(tmp_path, "nan", tiny_data, "system.max_nonfinite_steps=3")
+    fails(tmp_path, "nan", tiny_data, "system.max_nonfinite_steps=3")
     err = capsys.readouterr().err
-    assert NonFiniteLossError.__name__ in err
+    assert "Traceback" not in err and "triton-s2r train: error:" in err
+    assert NonFiniteLossError.__name__ in (tmp_path / "nan" / "train.log").read_text()
     # Checked at epoch ends and every NONFINITE_CHECK_EVERY batches: here at the end of epoch 1 (5 batches).
     assert "5 consecutive steps had non-finite losses (surface_chroma_consistency" in err
     assert "lower the learning rate" in err

@@ -20,8 +20,9 @@ import trimesh
 from triton_s2r.cli import main
 from triton_s2r.datasets import BenchmarkDataset
 from triton_s2r.render import GBuffer
+from triton_s2r.run_dir import CheckpointError
 from triton_s2r.translate import open_input
-from triton_s2r.translator import CheckpointError, Translator
+from triton_s2r.translator import Translator
 
 SIZE = 64  # tiny preset resolution
 FRAMES = 8  # tiny preset: frames per sequence and in the test split
@@ -58,7 +59,7 @@ def test_demo_resumes_interrupted_training(demo_out, run_dir, tmp_path) -> None:
     (out / "data").mkdir(parents=True)
     (out / "data" / "tiny").symlink_to(demo_out / "data" / "tiny")
     resumed = out / "runs" / "tiny"
-    shutil.copytree(run_dir, resumed, ignore=shutil.ignore_patterns("epoch0001.ckpt", "last.ckpt"))
+    shutil.copytree(run_dir, resumed, ignore=shutil.ignore_patterns("epoch0001.ckpt", "last.ckpt", "status.yaml"))
     shutil.copy(run_dir / "checkpoints" / "epoch0000.ckpt", resumed / "checkpoints" / "last.ckpt")  # killed in epoch 1
     first_epoch = (resumed / "checkpoints" / "epoch0000.ckpt").stat().st_mtime_ns
     assert main(["demo", "--preset", "tiny", "--experiment", "tiny", "--out", str(out)]) == 0
@@ -91,7 +92,7 @@ def test_baked_texture_matches_the_exact_texture(translator, data_root) -> None:
     gbuffer = GBuffer.cat([frames[i] for i in range(2)])
     assert translator.texture_resolution == 1024
     baked = translator(gbuffer)
-    exact = Translator.from_run_dir(translator.run_dir, device="cpu", texture_resolution=None)(gbuffer)
+    exact = Translator.from_run_dir(translator.run.path, device="cpu", texture_resolution=None)(gbuffer)
     assert (baked.texture - exact.texture).abs().max() < 0.02
     assert (baked.translation - exact.translation).abs().mean() < 0.01
 

@@ -74,7 +74,7 @@ def _export_textures(args: argparse.Namespace) -> int:
     if result.obj:
         print(f"  meshes: {len(result.obj)} OBJ in {out / 'obj'}, {len(result.glb)} GLB in {out / 'glb'}")
     else:
-        print("  no meshes: the run's training dataset (assets/scene.yaml) is not on disk")
+        print("  no meshes: the run keeps no scene (it was trained on plain UVL folders)")
     if result.scene_glb:
         print(f"  whole scene (first test frame's poses): {result.scene_glb.resolve()}")
     return 0
@@ -180,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
         "export-textures",
         help="bake the learned textures to PNG and write the scene's meshes with them (OBJ, GLB)",
         description="Bake each label's learned texture to OUT/textures/LABEL.png (u right, v up) and, when the "
-        "run's training dataset is on disk, write its baked meshes textured with them: OUT/obj/*.obj (+ .mtl), "
+        "run keeps its training scene (RUN/scene: runs on benchmark data do), write its meshes textured with "
+        "them: OUT/obj/*.obj (+ .mtl), "
         "OUT/glb/*.glb, and OUT/scene.glb with all objects posed as in the first test frame.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )

@@ -120,7 +120,7 @@ class TritonDataModule(pl.LightningDataModule):
 
     Args:
         root: a benchmark dataset folder (``dataset.yaml``); built with ``make_dataset`` if missing and
-            ``build_preset`` is set. Ignored when ``sim_dir`` and ``real_dir`` are given.
+            ``build_preset`` is set. Give either it or ``sim_dir`` and ``real_dir``, not both.
         build_preset: preset to build at ``root`` when it holds no dataset (None: error instead).
         sim_source: ``"frames"`` (pre-rendered UVL files) or ``"render"`` (states rendered in the loop).
         sim_dir, real_dir, labels: a plain user dataset instead of ``root``: UVL frames, photos, and the
@@ -156,6 +156,12 @@ class TritonDataModule(pl.LightningDataModule):
         super().__init__()
         if sim_source not in ("frames", "render"):
             raise ValueError(f"sim_source must be 'frames' or 'render', got {sim_source!r}")
+        if root is not None and (sim_dir is not None or real_dir is not None):
+            raise ValueError(
+                f"data.root={root} and data.sim_dir/data.real_dir are both set, so it is unclear which data to train "
+                f"on (an experiment may have set data.root); to train on your folders add data.root=null, to train "
+                f"on the benchmark drop data.sim_dir and data.real_dir"
+            )
         if root is None and (sim_dir is None or real_dir is None or labels is None):
             raise ValueError(
                 "give either data.root (a benchmark dataset) or data.sim_dir, data.real_dir and data.labels"
@@ -191,6 +197,15 @@ class TritonDataModule(pl.LightningDataModule):
                     f"{self.sim_clip_frames}; build a dataset with `triton-s2r make-dataset --sim-clip-frames "
                     f"{self.sim_clip_frames}` or set data.sim_clip_frames={built}"
                 )
+
+    def training_data(self) -> tuple[LabelTable, tuple[int, int] | None, Path | None, Tensor | None]:
+        """What a run keeps of its data for inference (``RunDir.save_training_data``): the label table, the
+        frame size, the scene file and one frame's (N, 4, 4) object poses (None for plain folders)."""
+        if self.dataset is None:
+            return self.labels, None, None, None
+        split = "test" if "test" in self.dataset.splits else "train_sim"
+        return (self.labels, self.dataset.resolution, self.dataset.root / self.dataset.manifest["scene"],
+                self.dataset.states(split).object_poses[0])
 
     @property
     def labels(self) -> LabelTable:

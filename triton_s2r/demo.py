@@ -9,8 +9,8 @@ Steps, each skipped when its result is already on disk (so rerunning an interrup
 
 1. build the benchmark preset at ``OUT/data/<preset>`` (``triton-s2r make-dataset``);
 2. train ``experiment=<experiment>`` into ``OUT/runs/<experiment>`` through the same entry point as
-   ``triton-s2r train`` (a subprocess); a run whose final epoch checkpoint exists is reused, one that stopped
-   earlier is resumed from its last checkpoint;
+   ``triton-s2r train`` (a subprocess); a finished run is reused, one that stopped earlier continues from its
+   last checkpoint;
 3. translate the dataset's first test sequence to ``OUT/videos/<experiment>_<sequence>.mp4`` with the
    side-by-side panel (UVL | texture | translation | real);
 4. evaluate the run on the dataset (``triton-s2r eval``) into ``OUT/eval/<experiment>.json``.
@@ -25,10 +25,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from triton_s2r.run_dir import RunDir
 from triton_s2r.translate import TranslateResult, translate
-from triton_s2r.translator import CHECKPOINT_DIR, CONFIG_NAME, LAST_CHECKPOINT
 
 
 @dataclass(frozen=True)
@@ -52,16 +50,6 @@ class DemoResult:
     video: TranslateResult
     evaluation: Path
     seconds: float
-
-
-def final_checkpoint(run_dir: Path) -> Path | None:
-    """The checkpoint of the run's last planned epoch, if training got there (``trainer.max_epochs``)."""
-    config = run_dir / CONFIG_NAME
-    if not config.is_file():
-        return None
-    max_epochs = int(yaml.safe_load(config.read_text())["trainer"]["max_epochs"])
-    path = run_dir / CHECKPOINT_DIR / f"epoch{max_epochs - 1:04d}.ckpt"
-    return path if path.is_file() else None
 
 
 def ensure_dataset(root: Path, preset: str, *, backend: str = "auto") -> Path:
@@ -88,7 +76,8 @@ def ensure_run(run_dir: Path, *, experiment: str, data_root: Path, overrides: tu
     """Train ``experiment`` on ``data_root`` into ``run_dir`` unless it has finished already.
 
     Runs ``python -m triton_s2r.train`` (the code path of ``triton-s2r train``) in a subprocess, so Hydra
-    owns its process as usual; resumes from ``checkpoints/last.ckpt`` when an earlier job stopped early.
+    owns its process as usual; the same command run again continues an interrupted run from its last
+    checkpoint, and refuses a run directory that holds a run with other settings.
 
     Returns:
         True if it trained, False if a finished run was reused.
@@ -96,28 +85,17 @@ def ensure_run(run_dir: Path, *, experiment: str, data_root: Path, overrides: tu
     Raises:
         RuntimeError: training failed (its output above says why).
     """
-    config = run_dir / CONFIG_NAME
-    if config.is_file():
-        trained_on = str(yaml.safe_load(config.read_text())["data"]["root"])
-        if Path(trained_on).resolve() != data_root.resolve():
-            raise ValueError(f"{run_dir} holds a run trained on {trained_on}, not on {data_root}; choose another "
-                             f"--out (or --experiment), or delete that run")
-    if final_checkpoint(run_dir) is not None:
+    run = RunDir(run_dir)
+    if run.config_path.is_file() and run.epochs_done() >= int(run.config().trainer.max_epochs):
         print(f"[demo] reusing the finished run {run_dir}", flush=True)
         return False
     command = [sys.executable, "-m", "triton_s2r.train", f"experiment={experiment}", f"data.root={data_root}",
                f"hydra.run.dir={run_dir}", *overrides]
-    if (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():
-        command.append(f"resume={run_dir}")
-        print(f"[demo] resuming training of {run_dir}", flush=True)
-    else:
-        print(f"[demo] training experiment={experiment} into {run_dir}", flush=True)
+    print(f"[demo] training experiment={experiment} into {run_dir}", flush=True)
     status = subprocess.run(command, check=False).returncode
     if status != 0:
         raise RuntimeError(f"training exited with status {status} (command: {' '.join(command)}); its output is "
                            f"above; rerun `triton-s2r demo` with the same options to resume")
-    if final_checkpoint(run_dir) is None:
-        raise RuntimeError(f"training finished but {run_dir / CHECKPOINT_DIR} has no final epoch checkpoint")
     return True
 
 
@@ -159,7 +137,7 @@ def run_demo(
     data_root = ensure_dataset(out / "data" / preset, preset, backend=backend)
     run_dir = out / "runs" / experiment
     trained = ensure_run(run_dir, experiment=experiment, data_root=data_root, overrides=overrides)
-    checkpoint = final_checkpoint(run_dir)
+    checkpoint = RunDir(run_dir).last
 
     from triton_s2r.datasets import BenchmarkDataset
     from triton_s2r.translate import pick_split

@@ -9,10 +9,11 @@ Writes, under OUT::
     textures/<label>.png      one RGB image per label (u to the right, v up: the OBJ / glTF convention)
     obj/<object>.obj, .mtl    each baked mesh in its own frame, textured (map_Kd = obj/<label>.png)
     glb/<object>.glb          the same, binary glTF with the texture embedded
-    scene.glb                 all objects at the poses of the dataset's first test frame (z-up world turned
-                              to glTF's y-up), to look at the whole learned scene in a viewer
+    scene.glb                 all objects at the poses of the training data's first test frame (z-up world
+                              turned to glTF's y-up), to look at the whole learned scene in a viewer
 
-Meshes need the run's training dataset (its ``assets/scene.yaml``); without it only the images are written.
+Meshes come from the run's copy of its training scene (``RUN/scene``); a run trained on plain UVL folders
+has none, and only the images are written.
 Texture layout: ``Translator.bake_textures`` returns rasters with rows following u and columns following v
 (``models/texture_space.py``); image viewers, OBJ and trimesh put u along the columns and v up the rows,
 so ``texture_image`` transposes and flips. ``tests/test_translate.py`` checks the round trip: the exported
@@ -31,9 +32,8 @@ import trimesh
 from PIL import Image
 from torch import Tensor
 
-from triton_s2r.datasets import BenchmarkDataset
 from triton_s2r.render.mesh import Mesh
-from triton_s2r.render.scene import FrameState, Scene
+from triton_s2r.render.scene import Scene
 from triton_s2r.translator import Translator
 from triton_s2r.utils.files import atomic_write, write_image
 
@@ -92,24 +92,13 @@ def _write_bytes(path: Path, data: bytes | str) -> None:
         tmp.write_bytes(data.encode() if isinstance(data, str) else data)
 
 
-def _scene_pose(data_root: Path | None) -> FrameState | None:
-    """Frame 0 of the dataset's test split (else of any split with states), to assemble the scene."""
-    if data_root is None:
-        return None
-    dataset = BenchmarkDataset.open(data_root, check_files=False)
-    for split in ["test", *dataset.splits]:
-        if split in dataset.splits and (dataset.root / split / "states.npz").is_file():
-            return dataset.states(split).select([0])
-    return None
-
-
 def export_textures(
     translator: Translator,
     out: str | os.PathLike,
     *,
     resolution: int = 1024,
     scene: Scene | None = None,
-    pose: FrameState | None = None,
+    object_poses: Tensor | None = None,
 ) -> ExportResult:
     """Bake every label's texture to PNG and write the scene's meshes with them (OBJ and GLB).
 
@@ -117,16 +106,18 @@ def export_textures(
         translator: the loaded run.
         out: output folder (created; files in it are replaced).
         resolution: texture side R in pixels.
-        scene: meshes to texture; default the run's training dataset scene, if still on disk (else none).
-        pose: one frame whose object poses assemble ``scene.glb``; default the dataset's first test frame.
+        scene: meshes to texture; default the run's copy of its training scene (none for a run trained on
+            plain UVL folders).
+        object_poses: (N, 4, 4) world-from-object poses that assemble ``scene.glb``; default the frame the run
+            kept with its scene (the training data's first test frame).
 
     Returns:
         The written paths.
     """
     out = Path(out)
-    if scene is None and translator.data_root is not None:
+    if scene is None and translator.run is not None and translator.run.keeps_scene():
         scene = translator.scene()
-        pose = pose if pose is not None else _scene_pose(translator.data_root)
+        object_poses = translator.run.scene_pose() if object_poses is None else object_poses
     names = scene.labels.names if scene is not None else translator.labels.names
     if len(names) != translator.num_labels:
         raise ValueError(f"the scene has {len(names)} labels but the run's model {translator.num_labels}; export "
@@ -159,11 +150,11 @@ def export_textures(
         _write_bytes(glb_paths[-1], trimesh.Scene({obj.name: mesh}).export(file_type="glb"))
 
     scene_glb = None
-    if pose is not None:
-        if pose.object_poses.shape[1] != scene.num_objects:
-            raise ValueError(f"pose has {pose.object_poses.shape[1]} objects but the scene {scene.num_objects}")
+    if object_poses is not None:
+        if object_poses.shape[0] != scene.num_objects:
+            raise ValueError(f"poses of {object_poses.shape[0]} objects but the scene has {scene.num_objects}")
         assembled = trimesh.Scene()
-        for obj, world_from_object in zip(scene.objects, pose.object_poses[0].double().numpy(), strict=True):
+        for obj, world_from_object in zip(scene.objects, object_poses.double().numpy(), strict=True):
             assembled.add_geometry(meshes[obj.name], node_name=obj.name, geom_name=obj.name,
                                    transform=Z_UP_TO_Y_UP @ world_from_object)
         scene_glb = out / "scene.glb"

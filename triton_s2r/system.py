@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import random
-from pathlib import Path
 
 import numpy as np
 import pytorch_lightning as pl
@@ -42,6 +41,7 @@ from triton_s2r.models.discriminator import MultiScaleDiscriminator
 from triton_s2r.models.triton import TritonModel, to_unit
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import FrameState
+from triton_s2r.run_dir import RunDir
 
 LOSS_TERMS = ("adversarial", "reconstruction", "content", "cycle", "surface_consistency", "surface_chroma_consistency",
               "texture_reality")
@@ -449,7 +449,7 @@ class TritonSystem(pl.LightningModule):
         # The learned textures themselves, one tile per label (rows follow u, columns follow v).
         textures = self.model.texture.bake(64)[:, :3].float().clamp(0, 1)
         tiles = (torch.cat(list(textures), dim=2).permute(1, 2, 0).cpu().numpy() * 255).round().astype(np.uint8)
-        folder = Path(self.trainer.default_root_dir) / "previews"
+        folder = RunDir(self.trainer.default_root_dir).preview_dir
         folder.mkdir(parents=True, exist_ok=True)
         write_image(folder / f"batch_{self._batches:07d}.png", image)
         write_image(folder / f"textures_{self._batches:07d}.png", tiles)

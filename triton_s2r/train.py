@@ -13,6 +13,7 @@ The configs ship inside the package (``triton_s2r/conf``). The run directory rec
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -21,16 +22,24 @@ import hydra
 import pytorch_lightning as pl
 import torch
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
 from omegaconf import DictConfig, OmegaConf, open_dict
 from pytorch_lightning.callbacks import ModelCheckpoint, TQDMProgressBar
+from pytorch_lightning.utilities import rank_zero_only
 
+from triton_s2r.config import ConfigError, build_model, check_training_config, config_diff
+from triton_s2r.run_dir import BEST, EPOCH_PATTERN, CheckpointError, RunDir, load_checkpoint
+from triton_s2r.system import NonFiniteLossError
 from triton_s2r.utils.files import atomic_write
 
-CONFIG_NAME = "config.yaml"
+log = logging.getLogger("triton_s2r.train")
 #: Batches between progress-bar refreshes; each reads the logged losses back from the device (a GPU wait).
 PROGRESS_EVERY = 10
+#: Errors of the user's making (config, data, checkpoints): one clear line, no traceback (HYDRA_FULL_ERROR=1
+#: shows it).
+USER_ERRORS = (ValueError, FileNotFoundError, CheckpointError, NonFiniteLossError, ImportError)
 
 
 class ProgressBar(TQDMProgressBar):
@@ -45,13 +54,17 @@ class ProgressBar(TQDMProgressBar):
         return {**super().get_metrics(trainer, pl_module), **losses}
 
 
-class AtomicCheckpointIO(TorchCheckpointIO):
-    """Checkpoints written to a temporary file and renamed: a killed job never leaves a broken one."""
+class RunCheckpointIO(TorchCheckpointIO):
+    """Checkpoints written to a temporary file and renamed (a killed job never leaves a broken one), and read
+    with ``weights_only=True`` (a checkpoint from elsewhere cannot run code) with errors that name the file."""
 
     def save_checkpoint(self, checkpoint: dict, path, storage_options=None) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(path) as tmp:
             torch.save(checkpoint, tmp)
+
+    def load_checkpoint(self, path, map_location=None, weights_only=None) -> dict:
+        return load_checkpoint(path, map_location=map_location)
 
 
 def wandb_logger(project: str, save_dir: str, **kwargs):
@@ -68,10 +81,27 @@ def find_checkpoint(resume: str) -> Path:
     """``resume`` as a checkpoint file: a run directory means its ``checkpoints/last.ckpt``."""
     path = Path(resume)
     if path.is_dir():
-        path = path / "checkpoints" / "last.ckpt"
+        path = RunDir(path).last
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint not found: {path}; pass resume=<run dir> or resume=<file.ckpt>")
     return path
+
+
+def check_same_settings(run: RunDir, cfg: DictConfig) -> None:
+    """Refuse to continue a run directory that holds a run with other settings (``config_diff``).
+
+    Raises:
+        ConfigError: listing the differing keys, and how to start a new run or continue this one anyway.
+    """
+    if not run.config_path.is_file():
+        return
+    diff = config_diff(run.config(), cfg)
+    if diff:
+        raise ConfigError(
+            f"{run.path} holds a run with other settings ({run.config_path}):\n  " + "\n  ".join(diff) +
+            f"\nrerun with that run's settings to continue it, choose another hydra.run.dir to start a new run, "
+            f"or pass resume={run.path} to continue it with these settings"
+        )
 
 
 def build(cfg: DictConfig):
@@ -85,46 +115,101 @@ def build(cfg: DictConfig):
         cfg.system,
         _convert_="all",  # plain containers in hyperparameters, so checkpoints load with weights_only
         **OmegaConf.to_container(cfg.loss, resolve=True),
-        model=instantiate(cfg.model.translator),
-        discriminator_sim=instantiate(cfg.model.discriminator_sim),
-        discriminator_real=instantiate(cfg.model.discriminator_real),
+        model=build_model(cfg.model.translator),
+        discriminator_sim=build_model(cfg.model.discriminator_sim, "model.discriminator_sim"),
+        discriminator_real=build_model(cfg.model.discriminator_real, "model.discriminator_real"),
     )
     return datamodule, system
 
 
+def checkpoint_callbacks(run: RunDir, keep: int, validation: bool) -> list[ModelCheckpoint]:
+    """``last.ckpt`` and the newest ``keep`` numbered epochs, plus ``best.ckpt`` (best ``val/psnr``) when
+    there is validation; a file of the same name is replaced, never versioned (``-v1``)."""
+    callbacks = [ModelCheckpoint(dirpath=run.checkpoint_dir, filename=EPOCH_PATTERN, auto_insert_metric_name=False,
+                                 save_last=True, save_top_k=keep, monitor="epoch", mode="max", every_n_epochs=1,
+                                 save_on_train_epoch_end=True, enable_version_counter=False)]
+    if validation:
+        callbacks.append(ModelCheckpoint(dirpath=run.checkpoint_dir, filename=Path(BEST).stem, monitor="val/psnr",
+                                         mode="max", save_top_k=1, auto_insert_metric_name=False,
+                                         enable_version_counter=False))
+    return callbacks
+
+
+def _log_to_run() -> None:
+    """Lightning's messages go through the root logger too, so Hydra's ``train.log`` receives them."""
+    for name in ("pytorch_lightning", "lightning_fabric", "lightning.pytorch"):
+        logger = logging.getLogger(name)
+        logger.propagate = True
+        for handler in list(logger.handlers):
+            logger.removeHandler(handler)
+
+
 def train(cfg: DictConfig) -> Path:
-    """Run one training job; returns the run directory."""
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    """Run one training job; returns the run directory.
+
+    Rerunning the same command continues the run from ``last.ckpt`` (exactly: batches are drawn per epoch
+    and the RNG states travel in the checkpoint), or does nothing when it has finished; ``resume=`` continues
+    any checkpoint with the given settings.
+    """
+    run = RunDir(Path(HydraConfig.get().runtime.output_dir))
+    _log_to_run()
+    check_training_config(cfg)
+    if rank_zero_only.rank == 0:
+        for path in run.remove_partial_files():
+            log.info("removed %s, left by a job killed while saving", path)
+    epochs = int(cfg.trainer.max_epochs)
+    if cfg.resume:  # explicit: continue that checkpoint with this config (e.g. more epochs)
+        ckpt_path = find_checkpoint(cfg.resume)
+        log.info("resuming from %s", ckpt_path)
+    else:  # the same command again continues its run
+        check_same_settings(run, cfg)
+        if run.epochs_done() >= epochs:
+            log.info("%s has finished its %d epochs already; nothing to train (translate it with `triton-s2r "
+                     "translate %s ...`, or train on with resume=%s trainer.max_epochs=N)", run.path, epochs,
+                     run.path, run.path)
+            return run.path
+        ckpt_path = run.last if run.last.is_file() else None
+        if ckpt_path is not None:
+            log.info("continuing %s from %s (the same command was run before)", run.path, ckpt_path)
     pl.seed_everything(cfg.seed, workers=True)
-    ckpt_path = find_checkpoint(cfg.resume) if cfg.resume else None
     datamodule, system = build(cfg)
-    with atomic_write(run_dir / CONFIG_NAME) as tmp:
-        tmp.write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    if rank_zero_only.rank == 0:
+        run.write_config(cfg)
+        run.save_training_data(*datamodule.training_data())
     logger = instantiate(cfg.logger) if cfg.get("logger") and cfg.logger.get("_target_") else False
-    checkpoints = ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="epoch{epoch:04d}",
-                                  auto_insert_metric_name=False, save_last=True, save_top_k=-1,
-                                  every_n_epochs=1, save_on_train_epoch_end=True)
-    callbacks = [checkpoints]
-    if datamodule.has_validation():  # also keep the epoch with the best validation PSNR as best.ckpt
-        callbacks.append(ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="best", monitor="val/psnr",
-                                         mode="max", save_top_k=1, auto_insert_metric_name=False))
+    callbacks = checkpoint_callbacks(run, int(cfg.checkpoints.keep), datamodule.has_validation())
     if cfg.trainer.get("enable_progress_bar", True):
         callbacks.append(ProgressBar())
-    trainer = instantiate(cfg.trainer, logger=logger, callbacks=callbacks, plugins=[AtomicCheckpointIO()])
+    trainer = instantiate(cfg.trainer, logger=logger, callbacks=callbacks, plugins=[RunCheckpointIO()])
     trainer.fit(system, datamodule=datamodule, ckpt_path=ckpt_path)
-    print(f"run directory: {run_dir} (checkpoint: {run_dir / 'checkpoints' / 'last.ckpt'})")
-    return run_dir
+    if trainer.state.status == "finished" and not trainer.interrupted and trainer.current_epoch >= epochs:
+        if rank_zero_only.rank == 0:
+            run.mark_finished(epochs, int(system.batches_done))
+        log.info("run directory: %s (checkpoint: %s)", run.path, run.last)
+    return run.path
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def main(cfg: DictConfig) -> None:
-    train(cfg)
+    try:
+        train(cfg)
+    except Exception as exc:
+        # Hydra wraps what a constructor raises (data.*, system.*): report the constructor's own error.
+        error = exc.__cause__ if isinstance(exc, InstantiationException) and exc.__cause__ else exc
+        if not isinstance(error, USER_ERRORS) or os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        log.error("%s: %s", type(error).__name__, error)  # into train.log too
+        print(f"triton-s2r train: error: {error}\n(set HYDRA_FULL_ERROR=1 for the full traceback)", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def cli(argv: list[str]) -> int:
-    """Entry for ``triton-s2r train``: hand the overrides to Hydra."""
+    """Entry for ``triton-s2r train``: hand the overrides to Hydra; returns the exit status."""
     sys.argv = ["triton-s2r train", *argv]
-    main()
+    try:
+        main()
+    except SystemExit as exc:  # Hydra exits on its own errors (1), ours exit with 2
+        return exc.code if isinstance(exc.code, int) else 1
     return 0
 
 

@@ -159,12 +159,12 @@ def _states_source(
         scene_obj = load_scene(dataset.root / dataset.manifest["scene"])
     else:
         scene_obj = translator.scene()
-        dataset = BenchmarkDataset.open(translator.data_root, check_files=False)
     _check_labels(scene_obj.labels, translator, path)
-    if dataset is None and resolution is None:
-        raise ValueError(f"{path}: no dataset.yaml above it gives the frame size its cameras were made for; "
-                         f"pass --resolution")
-    height, width = dataset.resolution if dataset is not None else (resolution, resolution)
+    size = dataset.resolution if dataset is not None else translator.run.resolution() if translator.run else None
+    if size is None and resolution is None:
+        raise ValueError(f"{path}: no dataset.yaml above it gives the frame size its cameras were made for, nor "
+                         f"does the run record one; pass --resolution")
+    height, width = size or (resolution, resolution)
     state = load_states(path, width=width, height=height)
     if state.object_poses.shape[1] != scene_obj.num_objects:
         raise ValueError(f"{path}: poses of {state.object_poses.shape[1]} objects but the scene has "

@@ -19,30 +19,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, fields
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-import yaml
-from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
 from torch import Tensor, nn
 
-from triton_s2r.datasets import BenchmarkDataset, DatasetError
+from triton_s2r.config import build_model
 from triton_s2r.models.texture_space import check_labels
 from triton_s2r.models.triton import TritonModel, to_unit
 from triton_s2r.render.gbuffer import GBuffer
-from triton_s2r.render.scene import LabelTable, Scene, load_scene
-
-CONFIG_NAME = "config.yaml"
-CHECKPOINT_DIR = "checkpoints"
-LAST_CHECKPOINT = "last.ckpt"
-MODEL_PREFIX = "model."
-EMA_PREFIX = "model_ema."  # the moving average of the translator's weights, when training kept one
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint cannot be read or does not fit the run's config; the message names it and the fix."""
+from triton_s2r.render.scene import LabelTable, Scene
+from triton_s2r.run_dir import CheckpointError, RunDir, load_model_weights
 
 
 @dataclass(frozen=True)
@@ -75,79 +62,6 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     return device
 
 
-def find_run_checkpoint(run_dir: Path, checkpoint: str | os.PathLike | None = None) -> Path:
-    """The checkpoint file of a run.
-
-    Args:
-        run_dir: the run directory (holds ``checkpoints/``).
-        checkpoint: None for ``checkpoints/last.ckpt``; a file path; or a name inside ``checkpoints/``
-            (``epoch0003.ckpt``, or ``epoch0003`` without the suffix).
-
-    Raises:
-        FileNotFoundError: no such checkpoint; the message lists the ones the run has.
-    """
-    folder = run_dir / CHECKPOINT_DIR
-    if checkpoint is None:
-        path = folder / LAST_CHECKPOINT
-    else:
-        path = Path(checkpoint)
-        if not path.is_file():
-            name = path.name if path.suffix == ".ckpt" else f"{path.name}.ckpt"
-            path = folder / name if len(path.parts) == 1 else path
-    if not path.is_file():
-        available = sorted(p.name for p in folder.glob("*.ckpt")) if folder.is_dir() else []
-        hint = (f"the run has {', '.join(available)}; pass one of them" if available else
-                "the run has no checkpoints yet: train it (`triton-s2r train ... hydra.run.dir=<run dir>`) "
-                "until an epoch ends")
-        raise FileNotFoundError(f"checkpoint not found: {path}; {hint}")
-    return path
-
-
-def load_model_weights(path: Path) -> dict[str, Tensor]:
-    """The translator's weights in a Lightning checkpoint's ``state_dict``, prefix removed (on the CPU).
-
-    The exponential moving average (``model_ema.*``, written with ``system.ema_decay``) when the checkpoint
-    has one, else the trained weights (``model.*``).
-    """
-    try:
-        # weights_only: the system stores plain containers as hyperparameters, so nothing is unpickled
-        # beyond tensors and builtins (a checkpoint from elsewhere cannot run code).
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises RuntimeError, UnpicklingError, EOFError, ... for broken files
-        raise CheckpointError(
-            f"{path}: not a readable checkpoint ({type(exc).__name__}: {exc}); it may be truncated or not a "
-            f"triton_s2r checkpoint; pick another one with --checkpoint (e.g. an epochNNNN.ckpt of the run)"
-        ) from exc
-    state = checkpoint.get("state_dict") if isinstance(checkpoint, dict) else None
-    state = state or {}
-    prefix = EMA_PREFIX if any(k.startswith(EMA_PREFIX) for k in state) else MODEL_PREFIX
-    weights = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
-    if not weights:
-        raise CheckpointError(f"{path}: holds no '{MODEL_PREFIX}*' weights; is it a `triton-s2r train` checkpoint?")
-    return weights
-
-
-def _training_labels(cfg: DictConfig, run_dir: Path) -> tuple[LabelTable | None, Path | None]:
-    """The label table and benchmark root the run was trained on, when they can still be found."""
-    data = cfg.get("data") or {}
-    if data.get("root"):
-        root = Path(str(data.root))
-        # A relative root was relative to the training job's working directory: try this one, then the run
-        # directory's ancestors (a run in <repo>/outputs/runs/x trained on <repo>/outputs/data/y).
-        ancestors = [] if root.is_absolute() else [folder / root for folder in run_dir.resolve().parents]
-        for candidate in (root, *ancestors):
-            if (candidate / "dataset.yaml").is_file():
-                try:
-                    return BenchmarkDataset.open(candidate, check_files=False).labels, candidate
-                except DatasetError:
-                    return None, candidate
-        return None, None
-    spec = data.get("labels")
-    if spec and spec.get("names") is not None:
-        return LabelTable.from_dict(spec), None
-    return None, None
-
-
 class Translator:
     """A trained TRITON translator: G-buffers in, translations, texture projections and masks out.
 
@@ -157,8 +71,8 @@ class Translator:
     Args:
         model: the trained ``TritonModel``.
         labels: the label table of the training data (decodes UVL files); None when unknown.
-        data_root: the benchmark dataset the run was trained on (baked scene, states); None when unknown.
-        run_dir: the run directory, for messages.
+        run: the run directory it was loaded from (its scene copy, frame size, messages); None for a model
+            built in code.
     """
 
     def __init__(
@@ -166,8 +80,7 @@ class Translator:
         model: TritonModel,
         *,
         labels: LabelTable | None = None,
-        data_root: Path | None = None,
-        run_dir: Path | None = None,
+        run: RunDir | None = None,
         texture_resolution: int | None = 1024,
         compile: bool = False,
     ) -> None:
@@ -177,9 +90,8 @@ class Translator:
         # E_A halves the size at each stride-2 conv and G_B doubles it back: other sizes are padded to a multiple.
         strided = [m for m in model.generator_sim.encoder.modules() if isinstance(m, nn.Conv2d) and m.stride[0] > 1]
         self.size_multiple = 2 ** len(strided)
-        self.label_table = labels  # None when the training data is gone; see `labels`
-        self.data_root = data_root
-        self.run_dir = run_dir
+        self.label_table = labels  # None for a model built in code; see `labels`
+        self.run = run
         # The texture is fixed at inference, so it is rasterised once and sampled bilinearly, as the paper
         # does (METHOD.md §2.3); None evaluates it exactly at every pixel's UV (slower, same to ~1e-3).
         self.texture_resolution = texture_resolution
@@ -210,31 +122,20 @@ class Translator:
 
         Raises:
             FileNotFoundError: the run directory, its config or the checkpoint is missing.
+            ConfigError: the config names something other than triton_s2r model classes (nothing is run).
             CheckpointError: the checkpoint is unreadable or does not match the config.
         """
-        run_dir = Path(run_dir)
-        if not run_dir.is_dir():
-            raise FileNotFoundError(f"run directory not found: {run_dir}; pass the folder that `triton-s2r train` "
-                                    f"wrote (its hydra.run.dir, e.g. outputs/runs/demo)")
-        config_path = run_dir / CONFIG_NAME
-        if not config_path.is_file():
-            raise FileNotFoundError(f"{config_path} not found: {run_dir} is not a triton_s2r run directory (train "
-                                    f"writes config.yaml there when it starts); pass the run's folder")
-        try:
-            cfg = OmegaConf.create(yaml.safe_load(config_path.read_text()))
-            model = instantiate(cfg.model.translator)
-        except Exception as exc:  # a hand-edited or foreign config: say which file
-            raise ValueError(f"{config_path}: cannot build the model from cfg.model.translator ({exc})") from exc
-        path = find_run_checkpoint(run_dir, checkpoint)
+        run = RunDir.open(run_dir)
+        model = build_model(run.config().model.translator, source=run.config_path)
+        path = run.checkpoint(checkpoint)
         try:
             model.load_state_dict(load_model_weights(path))
         except RuntimeError as exc:
             if isinstance(exc, CheckpointError):
                 raise
-            raise CheckpointError(f"{path}: weights do not fit the model of {config_path} ({exc}); was the "
+            raise CheckpointError(f"{path}: weights do not fit the model of {run.config_path} ({exc}); was the "
                                   f"checkpoint written by another run?") from exc
-        labels, data_root = _training_labels(cfg, run_dir)
-        return cls(model, labels=labels, data_root=data_root, run_dir=run_dir, texture_resolution=texture_resolution,
+        return cls(model, labels=run.labels(), run=run, texture_resolution=texture_resolution,
                    compile=compile).to(resolve_device(device))
 
     def to(self, device: str | torch.device) -> Translator:
@@ -257,25 +158,23 @@ class Translator:
         """The training data's label table (maps UVL file values to label ids).
 
         Raises:
-            ValueError: the run's training data is no longer where its config says.
+            ValueError: the run recorded no label table (a run older than ``data.yaml``).
         """
         if self.label_table is None:
-            raise ValueError(f"the label table of run {self.run_dir} is unknown: its training data (data.root or "
-                             f"data.labels in config.yaml) cannot be found; translate a benchmark dataset folder, "
-                             f"whose dataset.yaml holds the labels, or restore the training data")
+            raise ValueError(f"the label table of run {self.run.path if self.run else '(built in code)'} is "
+                             f"unknown (no data.yaml); translate a benchmark dataset folder, whose dataset.yaml "
+                             f"holds the labels")
         return self.label_table
 
     def scene(self) -> Scene:
-        """The baked scene of the training dataset (``assets/scene.yaml``), for rendering states.
+        """The baked copy of the scene the run was trained on, for rendering states.
 
         Raises:
-            FileNotFoundError: the run was not trained on a benchmark dataset that is still on disk.
+            FileNotFoundError: the run keeps no scene (trained on UVL folders, or built in code).
         """
-        if self.data_root is None:
-            raise FileNotFoundError(f"run {self.run_dir} was not trained on a benchmark dataset that is still on "
-                                    f"disk, so there is no baked scene; pass --scene <scene.yaml>")
-        manifest = BenchmarkDataset.open(self.data_root, check_files=False).manifest
-        return load_scene(self.data_root / manifest["scene"])
+        if self.run is None:
+            raise FileNotFoundError("this translator was built in code and has no scene; pass one (--scene)")
+        return self.run.scene()
 
     @torch.inference_mode()
     def __call__(self, gbuffer: GBuffer, supersample: int = 1) -> TranslationOutput:

@@ -1,0 +1,191 @@
+"""The run directory: rerun to resume, bounded checkpoints, refusals that name keys, no code from a run.
+
+One module run trains the tiny experiment for three epochs (about 15 s on 2 cores); the other tests copy it
+and play a kill, a corrupt file or a hand-edited config on the copy.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from triton_s2r.cli import main
+from triton_s2r.config import ConfigError
+from triton_s2r.run_dir import CheckpointError, RunDir, load_checkpoint
+from triton_s2r.translator import Translator
+
+TINY = ["experiment=tiny", "logger=none", "trainer.enable_progress_bar=false", "trainer.max_epochs=3",
+        "checkpoints.keep=2"]
+
+
+def train(data_root: Path, run: Path, *extra: str) -> int:
+    return main(["train", *TINY, f"data.root={data_root}", f"hydra.run.dir={run}", *extra])
+
+
+def state(path: Path) -> dict[str, torch.Tensor]:
+    return load_checkpoint(path)["state_dict"]
+
+
+@pytest.fixture(scope="module")
+def finished(data_root, tmp_path_factory) -> Path:
+    run = tmp_path_factory.mktemp("runs") / "finished"
+    assert train(data_root, run) == 0
+    return run
+
+
+def copy_of(run: Path, to: Path) -> RunDir:
+    shutil.copytree(run, to)
+    return RunDir(to)
+
+
+def test_finished_run_holds_bounded_checkpoints_labels_scene_and_log(finished, data_root) -> None:
+    run = RunDir.open(finished)
+    # keep=2: the newest two epochs, last and best; a file of the same name is replaced, never versioned.
+    assert [p.name for p in run.checkpoints()] == ["best.ckpt", "epoch0001.ckpt", "epoch0002.ckpt", "last.ckpt"]
+    assert int(state(run.last)["batches_done"]) == 15 and run.epochs_done() == 3
+    assert run.labels().names[:3] == ("table", "robot_base", "robot_arm") and run.resolution() == (64, 64)
+    assert run.scene().num_objects == 17 and run.scene_pose().shape == (17, 4, 4)
+    log = run.log_path.read_text()
+    assert "`Trainer.fit` stopped: `max_epochs=3` reached" in log and "run directory:" in log
+
+
+def test_rerunning_a_finished_run_says_so_and_trains_nothing(finished, data_root, capfd) -> None:
+    mtime = RunDir(finished).last.stat().st_mtime_ns
+    assert train(data_root, finished) == 0
+    assert "has finished its 3 epochs already" in capfd.readouterr().out
+    assert RunDir(finished).last.stat().st_mtime_ns == mtime
+
+
+def test_rerun_with_other_settings_is_refused_naming_the_keys(finished, data_root, capfd) -> None:
+    config = (finished / "config.yaml").read_text()
+    assert train(data_root, finished, "data.steps_per_epoch=6", "loss.surface_grid_size=16") == 2
+    err = capfd.readouterr().err
+    assert "data.steps_per_epoch: 5 -> 6" in err and "loss.surface_grid_size: 32 -> 16" in err
+    assert "another hydra.run.dir" in err and f"resume={finished}" in err and "Traceback" not in err
+    assert (finished / "config.yaml").read_text() == config
+
+
+def test_rerun_continues_a_killed_run_exactly(finished, data_root, tmp_path, capfd) -> None:
+    """Killed during epoch 2 while saving: last.ckpt is epoch 1's, a temporary file is left over."""
+    run = copy_of(finished, tmp_path / "killed")
+    (run.path / "status.yaml").unlink()
+    (run.checkpoint_dir / "epoch0002.ckpt").unlink()
+    shutil.copy(run.checkpoint_dir / "epoch0001.ckpt", run.last)
+    leftovers = [run.checkpoint_dir / ".epoch0002.x1y2.ckpt", run.path / ".config.a1b2.yaml"]
+    for path in leftovers:
+        path.write_bytes(b"half")
+    assert train(data_root, run.path) == 0
+    out = capfd.readouterr().out
+    assert f"continuing {run.path} from {run.last}" in out and "left by a job killed while saving" in out
+    assert not any(path.exists() for path in leftovers)
+    assert [p.name for p in run.checkpoints()] == ["best.ckpt", "epoch0001.ckpt", "epoch0002.ckpt", "last.ckpt"]
+    assert run.epochs_done() == 3
+    expected, resumed = state(RunDir(finished).last), state(run.last)
+    for key in expected:
+        torch.testing.assert_close(resumed[key], expected[key], rtol=1e-5, atol=1e-6, msg=lambda m, k=key: f"{k}: {m}")
+
+
+def test_corrupt_checkpoint_on_resume_is_named_and_nothing_is_lost(finished, data_root, tmp_path, capfd) -> None:
+    run = copy_of(finished, tmp_path / "corrupt")
+    (run.path / "status.yaml").unlink()
+    run.last.write_bytes(run.last.read_bytes()[:50_000])  # a copy that did not finish
+    before = {p.name: p.read_bytes() for p in run.checkpoints()}
+    assert train(data_root, run.path) == 2
+    err = capfd.readouterr().err
+    assert f"{run.last}: not a readable checkpoint" in err and "Traceback" not in err
+    assert {p.name: p.read_bytes() for p in run.checkpoints()} == before
+
+
+@pytest.mark.parametrize("override, key", [
+    ("data.steps_per_epoch=0", "data.steps_per_epoch=0"),
+    ("data.batch_size=-4", "data.batch_size=-4"),
+    ("trainer.max_epochs=0", "trainer.max_epochs=0"),
+    ("checkpoints.keep=0", "checkpoints.keep=0"),
+    ("system.lr=0", "system.lr=0"),
+    ("data.num_workers=-1", "data.num_workers=-1"),
+    ("system.crop_size=2.5", "system.crop_size=2.5"),
+    ("data.val_frames=many", "data.val_frames='many'"),
+])
+def test_config_values_that_cannot_work_are_refused_before_anything_is_written(
+        data_root, tmp_path, capfd, override, key) -> None:
+    assert train(data_root, tmp_path / "run", override) == 2
+    err = capfd.readouterr().err
+    assert f"{key} cannot work" in err and "Traceback" not in err
+    assert not (tmp_path / "run" / "config.yaml").exists()
+
+
+def test_folders_beside_a_benchmark_root_is_an_error(data_root, tmp_path, capfd) -> None:
+    # experiment=tiny sets data.root; data=folders adds the user's folders: which one was meant is unclear.
+    assert main(["train", "data=folders", "experiment=tiny", "logger=none", f"hydra.run.dir={tmp_path / 'run'}",
+                 f"data.sim_dir={data_root / 'train_sim' / 'uvl'}", "data.labels.names=[a]", "data.labels.values=[9]",
+                 f"data.real_dir={data_root / 'train_real' / 'real'}"]) == 2
+    assert "add data.root=null" in capfd.readouterr().err
+
+
+def test_a_moved_run_translates_and_exports_without_its_dataset(run_dir, data_root, tmp_path) -> None:
+    moved = tmp_path / "moved"
+    shutil.copytree(run_dir, moved, ignore=shutil.ignore_patterns("epoch*", "previews", "csv"))
+    config = yaml.safe_load((moved / "config.yaml").read_text())
+    config["data"]["root"] = str(tmp_path / "gone")  # nothing may look for the training data
+    (moved / "config.yaml").write_text(yaml.safe_dump(config))
+    states = tmp_path / "elsewhere" / "states.npz"  # no dataset.yaml above it: the run's scene and frame size
+    states.parent.mkdir()
+    shutil.copy(data_root / "test" / "states.npz", states)
+    shutil.copytree(data_root / "test" / "uvl", tmp_path / "uvl")  # plain UVL files: the run's label table
+    for source in (states, tmp_path / "uvl"):
+        out = tmp_path / f"{source.stem}_frames"
+        assert main(["translate", str(moved), str(source), "--out", str(out), "--device", "cpu"]) == 0
+        assert len(list(out.glob("*.png"))) == 8
+    assert main(["export-textures", str(moved), "--out", str(tmp_path / "tex"), "--resolution", "16",
+                 "--device", "cpu"]) == 0
+    assert (tmp_path / "tex" / "obj" / "ball.obj").is_file() and (tmp_path / "tex" / "scene.glb").is_file()
+
+
+@pytest.mark.parametrize("section", [
+    {"_target_": "os.makedirs", "name": "{marker}"},
+    {"_target_": "triton_s2r.models.triton.TritonModel",
+     "sim_input": {"_target_": "os.makedirs", "name": "{marker}"}},
+    {"_target_": "triton_s2r.models.triton.TritonModel", "_partial_": True},
+    {"_target_": "${oc.env:EVIL_TARGET}", "name": "{marker}"},
+])
+def test_a_run_config_cannot_run_code(run_dir, tmp_path, capsys, monkeypatch, section) -> None:
+    marker = tmp_path / "pwned"
+    monkeypatch.setenv("EVIL_TARGET", "os.makedirs")  # an interpolation cannot smuggle a target in either
+    section = yaml.safe_load(yaml.safe_dump(section).replace("'{marker}'", str(marker)).replace("{marker}",
+                                                                                                 str(marker)))
+    crafted = tmp_path / "crafted"
+    shutil.copytree(run_dir, crafted, ignore=shutil.ignore_patterns("epoch*", "previews", "csv"))
+    config = yaml.safe_load((crafted / "config.yaml").read_text())
+    config["model"]["translator"] = section
+    (crafted / "config.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(ConfigError, match="is not allowed in a model section"):
+        Translator.from_run_dir(crafted, device="cpu")
+    assert main(["export-textures", str(crafted), "--out", str(tmp_path / "x"), "--device", "cpu"]) == 2
+    assert "config.yaml: model.translator" in capsys.readouterr().err
+    assert not marker.exists()
+
+
+class _Payload:
+    """Unpickling this runs ``os.makedirs(path)``: what a crafted checkpoint could do."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return os.makedirs, (str(self.path),)
+
+
+def test_checkpoints_are_loaded_without_running_code(run_dir, tmp_path) -> None:
+    marker = tmp_path / "pwned"
+    crafted = copy_of(run_dir, tmp_path / "crafted")
+    checkpoint = load_checkpoint(crafted.last)
+    checkpoint["payload"] = _Payload(marker)
+    torch.save(checkpoint, crafted.last)
+    with pytest.raises(CheckpointError, match="last.ckpt: not a readable checkpoint"):
+        Translator.from_run_dir(crafted.path, device="cpu")
+    assert not marker.exists()

@@ -1,0 +1,314 @@
+"""The run directory: everything one training run writes, and everything inference reads back.
+
+Layout::
+
+    RUN/config.yaml                 the resolved training config (data only: see ``triton_s2r.config``)
+    RUN/data.yaml                   the training data's label table, frame size and where the scene copy is
+    RUN/scene/scene.yaml, meshes/   a copy of the training scene (benchmark data), pose.npz: one frame's
+                                    object poses, to assemble the scene for export
+    RUN/checkpoints/last.ckpt       the newest epoch (what resume and inference load by default)
+    RUN/checkpoints/best.ckpt       the epoch with the best val/psnr (data with a paired test split)
+    RUN/checkpoints/epochNNNN.ckpt  the newest ``checkpoints.keep`` epochs
+    RUN/status.yaml                 written when training has run all its epochs
+    RUN/train.log                   what training logged
+    RUN/csv/, RUN/wandb/            metrics (logger=csv, logger=wandb)
+    RUN/previews/                   image grids and texture tiles written during training
+
+A run directory is self-contained: copied to another machine, it translates and exports with no dataset
+present. Checkpoints are read with ``torch.load(weights_only=True)`` only, so a run from elsewhere cannot
+run code when it is loaded.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import yaml
+from omegaconf import DictConfig, OmegaConf
+from torch import Tensor
+
+from triton_s2r.render.scene import LabelTable, Scene, load_scene
+from triton_s2r.utils.files import atomic_savez, atomic_write
+
+CONFIG = "config.yaml"
+DATA = "data.yaml"
+SCENE_DIR = "scene"
+POSE = "pose.npz"
+CHECKPOINT_DIR = "checkpoints"
+LAST = "last.ckpt"
+BEST = "best.ckpt"
+STATUS = "status.yaml"
+LOG = "train.log"
+PREVIEW_DIR = "previews"
+#: File name pattern of the numbered checkpoints (``ModelCheckpoint`` fills in the epoch).
+EPOCH_PATTERN = "epoch{epoch:04d}"
+MODEL_PREFIX = "model."
+EMA_PREFIX = "model_ema."  # the moving average of the translator's weights, when training kept one
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint cannot be read or does not fit the run's config; the message names it and the fix."""
+
+
+def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
+    """``torch.load`` a checkpoint with ``weights_only=True``: tensors and plain containers, never code.
+
+    Raises:
+        CheckpointError: the file is truncated, corrupt or holds objects that would need code to load; the
+            message names the file and how to go on.
+    """
+    path = Path(path)
+    try:
+        checkpoint = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as exc:  # torch raises RuntimeError, UnpicklingError, EOFError, ... for broken files
+        raise CheckpointError(
+            f"{path}: not a readable checkpoint ({type(exc).__name__}: {str(exc).split('. ')[0][:200]}); it may "
+            f"be truncated (a copy or save that did not finish) or not a triton_s2r checkpoint; nothing was "
+            f"changed: use another checkpoint of the run (e.g. resume=<run>/checkpoints/epochNNNN.ckpt, or "
+            f"--checkpoint epochNNNN) or delete this file"
+        ) from exc
+    if not isinstance(checkpoint, dict):
+        raise CheckpointError(f"{path}: holds a {type(checkpoint).__name__}, not a Lightning checkpoint")
+    return checkpoint
+
+
+def model_weights(checkpoint: dict, path: Path) -> dict[str, Tensor]:
+    """The translator's weights in a Lightning checkpoint's ``state_dict``, prefix removed.
+
+    The exponential moving average (``model_ema.*``, written with ``system.ema_decay``) when the checkpoint
+    has one, else the trained weights (``model.*``).
+    """
+    state = checkpoint.get("state_dict") or {}
+    prefix = EMA_PREFIX if any(k.startswith(EMA_PREFIX) for k in state) else MODEL_PREFIX
+    weights = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+    if not weights:
+        raise CheckpointError(f"{path}: holds no '{MODEL_PREFIX}*' weights; is it a `triton-s2r train` checkpoint?")
+    return weights
+
+
+def load_model_weights(path: str | os.PathLike) -> dict[str, Tensor]:
+    """``model_weights`` of the checkpoint file ``path``, on the CPU."""
+    return model_weights(load_checkpoint(path), Path(path))
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """One training run's folder (layout in the module docstring).
+
+    Args:
+        path: the folder (``hydra.run.dir`` of ``triton-s2r train``); it need not exist yet.
+    """
+
+    path: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(self.path))
+
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> RunDir:
+        """An existing run directory (one with ``config.yaml``).
+
+        Raises:
+            FileNotFoundError: no such folder, or no run in it; the message says what to pass.
+        """
+        run = cls(Path(path))
+        if not run.path.is_dir():
+            raise FileNotFoundError(f"run directory not found: {run.path}; pass the folder that `triton-s2r train` "
+                                    f"wrote (its hydra.run.dir, e.g. outputs/runs/demo)")
+        if not run.config_path.is_file():
+            raise FileNotFoundError(f"{run.config_path} not found: {run.path} is not a triton_s2r run directory "
+                                    f"(train writes config.yaml there when it starts); pass the run's folder")
+        return run
+
+    # ---------------------------------------------------------------------------------------------- paths
+
+    @property
+    def config_path(self) -> Path:
+        return self.path / CONFIG
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.path / CHECKPOINT_DIR
+
+    @property
+    def last(self) -> Path:
+        """``checkpoints/last.ckpt`` (it may not exist yet)."""
+        return self.checkpoint_dir / LAST
+
+    @property
+    def log_path(self) -> Path:
+        return self.path / LOG
+
+    @property
+    def preview_dir(self) -> Path:
+        return self.path / PREVIEW_DIR
+
+    @property
+    def scene_dir(self) -> Path:
+        return self.path / SCENE_DIR
+
+    # ---------------------------------------------------------------------------------------------- config
+
+    def config(self) -> DictConfig:
+        """The run's resolved training config, read as data (YAML, no object tags)."""
+        from triton_s2r.config import load_config
+
+        return load_config(self.config_path)
+
+    def write_config(self, cfg: DictConfig) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        with atomic_write(self.config_path) as tmp:
+            tmp.write_text(OmegaConf.to_yaml(cfg, resolve=True))
+
+    # ---------------------------------------------------------------------------------------------- checkpoints
+
+    def checkpoint(self, name: str | os.PathLike | None = None) -> Path:
+        """A checkpoint file of the run.
+
+        Args:
+            name: None for ``last.ckpt``; a file path; or a name in ``checkpoints/`` (``best``,
+                ``epoch0003.ckpt``, or ``epoch0003`` without the suffix).
+
+        Raises:
+            FileNotFoundError: no such checkpoint; the message lists the ones the run has.
+        """
+        if name is None:
+            path = self.last
+        else:
+            path = Path(name)
+            if not path.is_file() and len(path.parts) == 1:
+                path = self.checkpoint_dir / (path.name if path.suffix == ".ckpt" else f"{path.name}.ckpt")
+        if not path.is_file():
+            available = self.checkpoints()
+            hint = (f"the run has {', '.join(p.name for p in available)}; pass one of them" if available else
+                    "the run has no checkpoints yet: train it (`triton-s2r train ... hydra.run.dir=<run dir>`) "
+                    "until an epoch ends")
+            raise FileNotFoundError(f"checkpoint not found: {path}; {hint}")
+        return path
+
+    def checkpoints(self) -> list[Path]:
+        """Every checkpoint file of the run, by name."""
+        return sorted(self.checkpoint_dir.glob("[!.]*.ckpt")) if self.checkpoint_dir.is_dir() else []
+
+    def remove_partial_files(self) -> list[Path]:
+        """Delete temporary files that a kill during a save left behind (``atomic_write``'s hidden ``.name.*``
+        files); returns them."""
+        partial = [*self.checkpoint_dir.glob(".*.ckpt"), *self.path.glob(".*.yaml"), *self.path.glob(".*.npz"),
+                   *self.scene_dir.glob("**/.*.*")]
+        for path in partial:
+            path.unlink(missing_ok=True)
+        return partial
+
+    # ---------------------------------------------------------------------------------------------- status
+
+    def epochs_done(self) -> int:
+        """Epochs of a training that ran to its end (0 while none did: interrupted or still running)."""
+        path = self.path / STATUS
+        if not path.is_file():
+            return 0
+        return int((yaml.safe_load(path.read_text()) or {}).get("epochs", 0))
+
+    def mark_finished(self, epochs: int, batches: int) -> None:
+        """Record that training ran ``epochs`` epochs (``batches`` batches) to the end."""
+        status = {"finished": True, "epochs": epochs, "batches": batches,
+                  "time": datetime.datetime.now().isoformat(timespec="seconds")}
+        with atomic_write(self.path / STATUS) as tmp:
+            tmp.write_text(yaml.safe_dump(status, sort_keys=False))
+
+    # ---------------------------------------------------------------------------------------------- data
+
+    def save_training_data(self, labels: LabelTable, resolution: tuple[int, int] | None = None,
+                           scene_file: Path | None = None, pose: Tensor | None = None) -> None:
+        """Keep what inference needs of the training data: labels, frame size and a copy of the scene.
+
+        Args:
+            labels: the training data's label table.
+            resolution: (H, W) of the training frames, the size of states rendered for this run by default.
+            scene_file: the scene file the sim frames were rendered from; it and its meshes are copied
+                (hard-linked where the file system allows) to ``RUN/scene``. None for plain UVL folders.
+            pose: (N, 4, 4) world-from-object poses of one frame, to assemble the scene for export.
+        """
+        if scene_file is not None:
+            copy_scene(scene_file, self.scene_dir)
+            if pose is not None:
+                atomic_savez(self.scene_dir / POSE, object_poses=pose.numpy())
+        data = {"labels": labels.to_dict(), "resolution": list(resolution) if resolution else None,
+                "scene": f"{SCENE_DIR}/scene.yaml" if scene_file is not None else None}
+        with atomic_write(self.path / DATA) as tmp:
+            tmp.write_text(yaml.safe_dump(data, sort_keys=False))
+
+    def _data(self) -> dict:
+        path = self.path / DATA
+        return (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
+
+    def labels(self) -> LabelTable | None:
+        """The training data's label table; None for a run that recorded none (older than ``data.yaml``)."""
+        spec = self._data().get("labels")
+        if spec is None:  # plain user folders give the table in the config itself
+            spec = (self.config().get("data") or {}).get("labels")
+            return LabelTable.from_dict(spec) if spec and spec.get("names") is not None else None
+        return LabelTable.from_dict(spec)
+
+    def resolution(self) -> tuple[int, int] | None:
+        """(H, W) of the training frames, when recorded."""
+        size = self._data().get("resolution")
+        return (int(size[0]), int(size[1])) if size else None
+
+    def keeps_scene(self) -> bool:
+        """Whether the run kept a copy of its training scene (benchmark data does; plain folders do not)."""
+        return bool(self._data().get("scene"))
+
+    def scene(self) -> Scene:
+        """The copy of the training scene.
+
+        Raises:
+            FileNotFoundError: the run was trained on plain UVL folders (no scene); pass one.
+        """
+        name = self._data().get("scene")
+        if not name:
+            raise FileNotFoundError(f"run {self.path} keeps no scene (it was trained on UVL frames, not on a "
+                                    f"benchmark dataset); pass the scene file (--scene <scene.yaml>)")
+        return load_scene(self.path / name)
+
+    def scene_pose(self) -> Tensor | None:
+        """(N, 4, 4) object poses of one training frame, to assemble the scene; None when not kept."""
+        path = self.scene_dir / POSE
+        if not path.is_file():
+            return None
+        with np.load(path) as data:
+            return torch.from_numpy(data["object_poses"])
+
+
+
+def copy_scene(scene_file: str | os.PathLike, folder: str | os.PathLike) -> Path:
+    """Copy a scene file and the meshes it names into ``folder`` (``scene.yaml``, ``meshes/``).
+
+    Mesh files are hard-linked when the file system allows (no extra disk), else copied; the copy's scene
+    file names them by their new relative paths, everything else as in the original. Returns the copy.
+    """
+    scene_file, folder = Path(scene_file), Path(folder)
+    spec = yaml.safe_load(scene_file.read_text())
+    (folder / "meshes").mkdir(parents=True, exist_ok=True)
+    copied: dict[Path, str] = {}
+    for entry in spec["objects"]:
+        source = (scene_file.parent / entry["mesh"]).resolve()
+        if source not in copied:
+            name = f"meshes/{source.name}" if source.name not in {Path(n).name for n in copied.values()} \
+                else f"meshes/{len(copied)}_{source.name}"
+            target = folder / name
+            target.unlink(missing_ok=True)
+            try:
+                os.link(source, target)
+            except OSError:
+                shutil.copy2(source, target)
+            copied[source] = name
+        entry["mesh"] = copied[source]
+    with atomic_write(folder / "scene.yaml") as tmp:
+        tmp.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return folder / "scene.yaml"
