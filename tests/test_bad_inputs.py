@@ -168,3 +168,60 @@ def test_unwrap_cache_goes_to_the_cache_folder_keyed_by_content(tmp_path, monkey
     monkeypatch.delenv("TRITON_S2R_CACHE")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert cache_dir() == tmp_path / "xdg" / "triton_s2r"
+
+
+# --- Photo folders ---------------------------------------------------------------------------------------------
+
+def write_photo(path, height: int, width: int, value: int = 128) -> None:
+    assert cv2.imwrite(str(path), np.full((height, width, 3), value, np.uint8))
+
+
+def test_photos_of_mixed_sizes_are_refused_at_construction(tmp_path) -> None:
+    for name, (h, w) in {"a.png": (32, 32), "b.png": (32, 32), "c.jpg": (24, 40)}.items():
+        write_photo(tmp_path / name, h, w)
+    # Before: accepted, then a DataLoader collate traceback naming no file.
+    with pytest.raises(DatasetError, match=r"photos of 2 different sizes.*32x32: 2 file\(s\), e\.g\. a\.png; "
+                                           r"24x40: 1 file\(s\), e\.g\. c\.jpg\).*resize all photos to one size"):
+        Photos(tmp_path)
+
+
+def test_tiny_photos_warn_naming_folder_and_size(tmp_path) -> None:
+    write_photo(tmp_path / "a.png", 16, 20)
+    with pytest.warns(UserWarning, match=r"photos are 16x20 \(HxW\), shorter side 16 < 32 needed for training"):
+        photos = Photos(tmp_path, min_short_side=32)
+    assert photos[0].shape == (3, 16, 20)  # still readable: a warning, not an error
+
+
+def test_huge_photo_is_decoded_reduced_to_max_short_side(tmp_path, monkeypatch) -> None:
+    write_photo(tmp_path / "huge.png", 4096, 6144, value=200)  # single colour: cheap to write and decode
+    decoded = []
+    imread = cv2.imread
+
+    def recording_imread(path: str, flag: int) -> np.ndarray:
+        image = imread(path, flag)
+        decoded.append(image.shape)
+        return image
+
+    monkeypatch.setattr(cv2, "imread", recording_imread)
+    photo = read_photo(tmp_path / "huge.png", max_short_side=300)
+    assert decoded == [(512, 768, 3)]  # decoded at 1/8 (short side 512 >= 300), never at 4096x6144
+    assert photo.shape == (3, 300, 450) and torch.allclose(photo, torch.tensor(200 / 255))  # then area-resized
+    monkeypatch.undo()
+    tall = tmp_path / "tall" / "000000.png"
+    tall.parent.mkdir()
+    write_photo(tall, 1000, 500)
+    assert read_photo(tall, max_short_side=200).shape == (3, 400, 200)  # 1/2 decode, then resize
+    assert read_photo(tall, max_short_side=500).shape == (3, 1000, 500)  # never upsampled
+    assert read_photo(tall).shape == (3, 1000, 500)  # the old signature: full size
+    assert Photos(tall.parent, max_short_side=64)[0].shape == (3, 128, 64)
+    with pytest.raises(ValueError, match="max_short_side must be a positive integer"):
+        read_photo(tall, max_short_side=0)
+
+
+@pytest.mark.parametrize("name", ["broken.jpg", "truncated.png"])
+def test_corrupt_photo_is_named_when_the_folder_is_opened(tmp_path, name) -> None:
+    write_photo(tmp_path / "good.png", 8, 8)
+    data = (tmp_path / "good.png").read_bytes()
+    (tmp_path / name).write_bytes(b"not a jpeg" if name.endswith(".jpg") else data[:12])
+    with pytest.raises(DatasetError, match=rf"{name.replace('.', '[.]')}: not a readable image.*re-export or delete"):
+        Photos(tmp_path)
