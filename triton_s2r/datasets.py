@@ -25,6 +25,8 @@ from triton_s2r.render.scene import FrameState, LabelTable
 from triton_s2r.render.uvl import UVL_SUFFIXES, load_uvl_gbuffer
 
 SUPPORTED_FORMAT_VERSIONS = (1,)
+#: Keys every version-1 manifest has (data/README.md); ``build`` is newer and optional.
+MANIFEST_KEYS = ("labels", "resolution", "uvl_format", "splits")
 PHOTO_SUFFIXES = (".png", ".jpg", ".jpeg")
 
 
@@ -201,6 +203,30 @@ def load_states(path: str | os.PathLike, width: int, height: int) -> FrameState:
         return FrameState(torch.from_numpy(data["object_poses"]), camera)
 
 
+def read_manifest(path: Path) -> dict:
+    """Parse ``dataset.yaml`` and check it is a mapping of a supported ``format_version``, before any other key.
+
+    The version comes first: a manifest of a newer format may lack keys of this one, and "missing key" would
+    hide the real problem.
+    """
+    try:
+        manifest = yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"{path}: not a readable YAML file ({exc}); rebuild the dataset or restore the "
+                           "manifest") from exc
+    if not isinstance(manifest, dict):
+        raise DatasetError(f"{path}: a manifest must be a YAML mapping (format_version, labels, splits, ...), got "
+                           f"{type(manifest).__name__}; rebuild the dataset or restore the manifest")
+    if "format_version" not in manifest:
+        raise DatasetError(f"{path}: no format_version; not a triton_s2r manifest, or a damaged one: rebuild the "
+                           "dataset or restore the manifest")
+    version = manifest["format_version"]
+    if isinstance(version, bool) or version not in SUPPORTED_FORMAT_VERSIONS:
+        raise DatasetError(f"{path}: format version {version!r} is not supported by this triton_s2r "
+                           f"(supports {SUPPORTED_FORMAT_VERSIONS}); upgrade triton_s2r or rebuild the dataset")
+    return manifest
+
+
 @dataclass(frozen=True)
 class BenchmarkDataset:
     """A dataset folder described by ``dataset.yaml`` (format in data/README.md)."""
@@ -217,16 +243,19 @@ class BenchmarkDataset:
         if not path.is_file():
             raise DatasetError(f"{path} not found: not a triton_s2r dataset; build one with "
                                f"`triton-s2r make-dataset --out {root}`")
+        manifest = read_manifest(path)
+        fix = f"rebuild the dataset (`triton-s2r make-dataset --out {root} --rebuild` with its arguments)"
+        missing = [key for key in MANIFEST_KEYS if key not in manifest]
+        if missing:
+            raise DatasetError(f"{path}: not a valid version-1 manifest: missing {', '.join(missing)}; {fix}")
         try:
-            manifest = yaml.safe_load(path.read_text())
-            version = manifest["format_version"]
             labels = LabelTable(tuple(manifest["labels"]["names"]), tuple(manifest["labels"]["values"]),
                                 manifest["labels"]["void_value"])
-        except (yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
-            raise DatasetError(f"{path}: not a valid manifest ({exc})") from exc
-        if version not in SUPPORTED_FORMAT_VERSIONS:
-            raise DatasetError(f"{path}: format version {version} is not supported by this triton_s2r "
-                               f"(supports {SUPPORTED_FORMAT_VERSIONS}); upgrade triton_s2r or rebuild the dataset")
+            splits = manifest["splits"]
+            if not isinstance(splits, dict) or not all(isinstance(v, dict) for v in splits.values()):
+                raise TypeError(f"splits must map split names to mappings, got {splits!r}")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DatasetError(f"{path}: not a valid version-1 manifest ({type(exc).__name__}: {exc}); {fix}") from exc
         dataset = cls(root, manifest, labels)
         if check_files:
             dataset.check_files()
