@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import re
 import shutil
 
@@ -21,10 +20,13 @@ import torch
 import trimesh
 import yaml
 
+from triton_s2r.cli import main
 from triton_s2r.datasets import BenchmarkDataset, DatasetError, Photos, UVLFrames, read_photo
 from triton_s2r.render import LabelTable, MeshError, UVLFileError, load_mesh, load_scene, uvl_to_gbuffer, write_uvl
 from triton_s2r.render.primitives import box
 from triton_s2r.render.uvl import load_uvl_gbuffer, read_uvl
+from triton_s2r.translate import translate
+from triton_s2r.video import frame_writer
 
 LABELS = LabelTable(("table", "block"), (255, 50), void_value=0)
 
@@ -225,3 +227,154 @@ def test_corrupt_photo_is_named_when_the_folder_is_opened(tmp_path, name) -> Non
     (tmp_path / name).write_bytes(b"not a jpeg" if name.endswith(".jpg") else data[:12])
     with pytest.raises(DatasetError, match=rf"{name.replace('.', '[.]')}: not a readable image.*re-export or delete"):
         Photos(tmp_path)
+
+
+# --- Dataset manifests -----------------------------------------------------------------------------------------
+
+MANIFEST = {"format_version": 1, "labels": {"names": ["table"], "values": [255], "void_value": 0},
+            "resolution": [32, 32], "uvl_format": "png", "splits": {"test": {"frames": 0, "sim": True, "real": False}}}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (yaml.safe_dump({"format_version": 2, "layout": "new"}), r"format version 2 is not supported.*upgrade"),
+        (yaml.safe_dump([MANIFEST]), r"a manifest must be a YAML mapping .* got list"),
+        (yaml.safe_dump({k: v for k, v in MANIFEST.items() if k != "format_version"}), r"no format_version"),
+        ("format_version: [1\n", r"not a readable YAML file"),
+        (yaml.safe_dump({k: v for k, v in MANIFEST.items() if k != "labels"}), r"missing labels; rebuild"),
+        (yaml.safe_dump({**MANIFEST, "splits": ["test"]}), r"splits must map split names to mappings"),
+    ],
+    ids=["future-version-first", "not-a-mapping", "no-version", "bad-yaml", "no-labels", "bad-splits"],
+)
+def test_bad_manifest_names_dataset_yaml_and_the_problem(tmp_path, text, message) -> None:
+    (tmp_path / "dataset.yaml").write_text(text)
+    with pytest.raises(DatasetError, match=rf"dataset\.yaml: .*{message}"):
+        BenchmarkDataset.open(tmp_path, check_files=False)
+
+
+# --- make-dataset into a folder built with other arguments -----------------------------------------------------
+
+ARGS = ["--preset", "tiny", "--frames", "4", "--resolution", "32", "--seed", "3", "--backend", "embree", "--no-real"]
+
+
+@pytest.fixture(scope="module")
+def sim_dataset(tmp_path_factory):
+    """A tiny sim-only benchmark (no path tracing): 4 + 4 + 4 + 8 frames of 32x32."""
+    pytest.importorskip("yourdfpy")
+    pytest.importorskip("pybullet")
+    out = tmp_path_factory.mktemp("bench") / "sim"
+    assert main(["make-dataset", "--out", str(out), *ARGS]) == 0
+    return out
+
+
+def snapshot(folder) -> dict[str, tuple[int, int]]:
+    """Every file under ``folder`` with its size and modification time: any write shows up."""
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def with_arg(args: list[str], flag: str, value: str) -> list[str]:
+    args = list(args)
+    args[args.index(flag) + 1] = value
+    return args
+
+
+def test_make_dataset_into_a_folder_built_otherwise_is_refused_before_writing(sim_dataset, tmp_path, capsys) -> None:
+    folder = tmp_path / "copy"
+    shutil.copytree(sim_dataset, folder)
+    before = snapshot(folder)
+    args = with_arg(with_arg(ARGS, "--seed", "4"), "--resolution", "40") + ["--uvl-format", "exr"]
+    # Before: exit 0, the manifest and states replaced and the old frames kept (a silently mixed dataset).
+    assert main(["make-dataset", "--out", str(folder), *args]) == 2
+    err = capsys.readouterr().err
+    for difference in ("seed: stored 3, requested 4", "resolution: stored 32, requested 40",
+                       "uvl_format: stored 'png', requested 'exr'"):
+        assert difference in err
+    assert "frames: stored" not in err and "another --out folder, or pass --rebuild" in err
+    assert snapshot(folder) == before  # nothing written, not even the manifest or the states
+
+
+def test_old_manifest_without_build_is_compared_by_what_it_records(sim_dataset, tmp_path, capsys) -> None:
+    folder = tmp_path / "old"
+    shutil.copytree(sim_dataset, folder)
+    manifest = yaml.safe_load((folder / "dataset.yaml").read_text())
+    del manifest["build"]  # as written before the build mapping existed
+    (folder / "dataset.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    before = snapshot(folder)
+    assert main(["make-dataset", "--out", str(folder), *with_arg(ARGS, "--frames", "6"), "--sim-clip-frames",
+                 "1"]) == 2
+    err = capsys.readouterr().err
+    assert "sim_clip_frames: stored 2, requested 1" in err and "frames per split: stored {'train_sim': 4" in err
+    assert "'train_sim': 6" in err and snapshot(folder) == before
+    assert main(["make-dataset", "--out", str(folder), *ARGS]) == 0  # the same arguments still resume it
+    assert yaml.safe_load((folder / "dataset.yaml").read_text())["build"]["seed"] == 3  # now recorded
+
+
+def test_rebuild_deletes_only_the_dataset_and_builds_from_scratch(sim_dataset, tmp_path) -> None:
+    folder = tmp_path / "rebuilt"
+    shutil.copytree(sim_dataset, folder)
+    (folder / "notes.txt").write_text("mine")  # the user's own files stay
+    (folder / "train_sim" / "uvl" / "000099.png").write_bytes(b"a frame of the old dataset")
+    old_frame = (folder / "test" / "uvl" / "000000.png").read_bytes()
+    args = [*with_arg(ARGS, "--seed", "5"), "--rebuild"]
+    assert main(["make-dataset", "--out", str(folder), *args]) == 0
+    assert (folder / "notes.txt").read_text() == "mine"
+    assert not (folder / "train_sim" / "uvl" / "000099.png").exists()  # no stale frame survives
+    assert (folder / "test" / "uvl" / "000000.png").read_bytes() != old_frame  # new seed, new states
+    assert yaml.safe_load((folder / "dataset.yaml").read_text())["build"] == {
+        "preset": "tiny", "seed": 5, "frames": 4, "resolution": 32, "uvl_format": "png", "real": False,
+        "sim_clip_frames": 2}
+    BenchmarkDataset.open(folder)  # complete
+    before = snapshot(folder)
+    assert main(["make-dataset", "--out", str(folder), *with_arg(ARGS, "--seed", "5")]) == 0  # resumes: no-op
+    assert {k: v for k, v in snapshot(folder).items() if "uvl" in k} == {k: v for k, v in before.items() if "uvl" in k}
+
+
+def test_make_dataset_over_a_future_manifest_reports_the_version(tmp_path, capsys) -> None:
+    (tmp_path / "dataset.yaml").write_text(yaml.safe_dump({"format_version": 2}))
+    assert main(["make-dataset", "--out", str(tmp_path), *ARGS]) == 2
+    assert "format version 2 is not supported" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dataset.yaml"]
+
+
+# --- Video output ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fps", ["0", "-5", "nan", "inf", "ten"])
+def test_translate_and_demo_cli_reject_a_bad_fps_before_any_work(tmp_path, capsys, fps) -> None:
+    out = tmp_path / "video.mp4"
+    for command in (["translate", str(tmp_path / "run"), str(tmp_path / "frames"), "--out", str(out)],
+                    ["demo", "--out", str(tmp_path / "demo")]):
+        with pytest.raises(SystemExit) as exit_info:
+            main([*command, f"--fps={fps}"])
+        assert exit_info.value.code == 2
+        assert f"--fps: expected a positive, finite frame rate such as 10 or 29.97, got '{fps}'" in (
+            capsys.readouterr().err)
+    assert list(tmp_path.iterdir()) == []  # before: a 0-byte video.mp4 and exit 0
+
+
+@pytest.mark.parametrize("fps", [0, -1.0, math.nan], ids=["zero", "negative", "nan"])
+def test_frame_writer_and_translate_reject_a_bad_fps(tmp_path, fps) -> None:
+    out = tmp_path / "video.mp4"
+    with pytest.raises(ValueError, match=r"fps must be a positive, finite number"):
+        with frame_writer(out, fps=fps) as write:
+            write(np.zeros((2, 8, 8, 3), np.uint8))
+    with pytest.raises(ValueError, match=r"fps must be a positive, finite number"):
+        translate(tmp_path / "no_run", tmp_path / "no_input", out, fps=fps)  # before loading the run
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ffmpeg_failure_raises_and_leaves_the_previous_video(tmp_path) -> None:
+    out = tmp_path / "video.mp4"
+    with frame_writer(out, fps=10) as write:
+        write(np.full((3, 16, 16, 3), 90, np.uint8))
+    previous = out.read_bytes()
+    # libx264 refuses frames wider than 16384 pixels: a real ffmpeg failure (exit status != 0, no output).
+    with pytest.raises(OSError, match=r"video\.mp4: ffmpeg failed writing the video \(exit status \d+\): .*libx264"):
+        with frame_writer(out, fps=10) as write:
+            write(np.zeros((3, 2, 16386, 3), np.uint8))
+    assert out.read_bytes() == previous and sorted(p.name for p in tmp_path.iterdir()) == ["video.mp4"]
+    with pytest.raises(OSError, match=r"new\.mp4: ffmpeg failed"):  # and no file where there was none
+        with frame_writer(tmp_path / "new.mp4", fps=10) as write:
+            write(np.zeros((3, 2, 16386, 3), np.uint8))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["video.mp4"]
