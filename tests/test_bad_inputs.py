@@ -23,6 +23,7 @@ import yaml
 from triton_s2r.cli import main
 from triton_s2r.datasets import BenchmarkDataset, DatasetError, Photos, UVLFrames, read_photo
 from triton_s2r.render import LabelTable, MeshError, UVLFileError, load_mesh, load_scene, uvl_to_gbuffer, write_uvl
+from triton_s2r.render import mesh as mesh_module
 from triton_s2r.render.primitives import box
 from triton_s2r.render.uvl import load_uvl_gbuffer, read_uvl
 from triton_s2r.translate import translate
@@ -89,23 +90,26 @@ def test_uvl_truncated_exr_names_the_file(tmp_path) -> None:
 
 # --- Meshes and scene files ------------------------------------------------------------------------------------
 
-def write_box_obj(path, *, vertex: tuple[int, float] | None = None) -> None:
-    """A UV-mapped box as OBJ; ``vertex=(i, value)`` overwrites vertex i's x coordinate."""
+def write_box_obj(path, *, vertex: tuple[int, float] | None = None, with_uv: bool = True) -> None:
+    """A box as OBJ, UV-mapped unless ``with_uv=False``; ``vertex=(i, value)`` overwrites vertex i's x coordinate."""
     m = box((0.2, 0.3, 0.4))
     v_pos = m.v_pos.numpy().copy()
     if vertex is not None:
         v_pos[vertex[0], 0] = vertex[1]
-    mesh = trimesh.Trimesh(v_pos, m.t_pos_idx.numpy(), process=False,
-                           visual=trimesh.visual.TextureVisuals(uv=m.v_uv.numpy()))
+    visual = trimesh.visual.TextureVisuals(uv=m.v_uv.numpy()) if with_uv else None
+    mesh = trimesh.Trimesh(v_pos, m.t_pos_idx.numpy(), process=False, visual=visual)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(trimesh.exchange.obj.export_obj(mesh, include_normals=False, write_texture=False))
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf], ids=["nan", "inf"])
-def test_mesh_with_non_finite_vertex_is_refused_at_load(tmp_path, value) -> None:
-    write_box_obj(tmp_path / "bad.obj", vertex=(5, value))
+@pytest.mark.parametrize("unwrap", [False, True], ids=["uv", "unwrap"])
+def test_mesh_with_non_finite_vertex_is_refused_at_load(tmp_path, monkeypatch, value, unwrap) -> None:
+    write_box_obj(tmp_path / "bad.obj", vertex=(5, value), with_uv=not unwrap)
+    monkeypatch.setattr(mesh_module, "require", lambda *a, **k: pytest.fail("xatlas reached with a NaN vertex"))
+    # Before: accepted, then a render error naming no file.
     with pytest.raises(MeshError, match=r"bad\.obj: 1 of \d+ vertex positions are NaN or infinite; fix or re-export"):
-        load_mesh(tmp_path / "bad.obj")
+        load_mesh(tmp_path / "bad.obj", unwrap=unwrap)
 
 
 def test_mesh_with_nan_uv_is_refused_naming_the_file(tmp_path) -> None:

@@ -60,10 +60,7 @@ class Mesh:
             raise MeshError(f"{self.source}: t_pos_idx and t_uv_idx must both be (F, 3)")
         if self.v_uv.ndim != 2 or self.v_uv.shape[1] != 2:
             raise MeshError(f"{self.source}: v_uv must be (T, 2), got {tuple(self.v_uv.shape)}")
-        bad = int((~torch.isfinite(self.v_pos)).any(1).sum())
-        if bad:  # a ray caster or rasterizer would fail later with an error naming no file
-            raise MeshError(f"{self.source}: {bad} of {self.v_pos.shape[0]} vertex positions are NaN or infinite; "
-                            "fix or re-export the mesh (e.g. remove degenerate vertices in your modelling tool)")
+        _check_positions(self.v_pos, self.source)
 
     @property
     def num_triangles(self) -> int:
@@ -101,6 +98,14 @@ class Mesh:
             faces_t.clone(),
             source,
         )
+
+
+def _check_positions(v_pos: Tensor, source: str) -> None:
+    """Raise if any of the (V, 3) vertex positions is NaN or infinite (a renderer would fail later, naming no file)."""
+    bad = int((~torch.isfinite(v_pos)).any(1).sum())
+    if bad:
+        raise MeshError(f"{source}: {bad} of {v_pos.shape[0]} vertex positions are NaN or infinite; fix or re-export "
+                        "the mesh (e.g. remove degenerate vertices in your modelling tool)")
 
 
 def uv_problem(mesh: Mesh) -> str | None:
@@ -153,6 +158,7 @@ def load_mesh(path: str | os.PathLike, *, unwrap: bool = False) -> Mesh:
     if not isinstance(loaded, trimesh.Trimesh) or len(loaded.faces) == 0:
         raise MeshError(f"{path}: no triangles found; export the object as a triangle mesh")
     vertices, faces = np.asarray(loaded.vertices), np.asarray(loaded.faces)
+    _check_positions(torch.as_tensor(vertices), str(path))  # before any unwrap: xatlas must not see NaN
     uv = getattr(loaded.visual, "uv", None)
     if uv is not None and len(uv) == len(vertices):
         # trimesh stores the UV "v" axis bottom-up (OBJ convention); we keep it as the file has it.
