@@ -168,7 +168,8 @@ def read_photo(path: str | os.PathLike, *, max_short_side: int | None = None) ->
         if min(height, width) > max_short_side:
             target = _resized(height, width, max_short_side)
             factor = next(f for f in (8, 4, 2, 1) if min(height, width) // f >= max_short_side)
-            flag = REDUCED_COLOR.get(factor, cv2.IMREAD_UNCHANGED)
+            # IMREAD_UNCHANGED ignores EXIF orientation; the reduced decode must too, or the size would differ.
+            flag = REDUCED_COLOR[factor] | cv2.IMREAD_IGNORE_ORIENTATION if factor > 1 else cv2.IMREAD_UNCHANGED
     img = cv2.imread(str(path), flag)
     if img is None:
         raise DatasetError(f"{path}: not a readable image; re-export or delete it")
