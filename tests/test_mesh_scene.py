@@ -59,13 +59,15 @@ def test_unreadable_and_missing_meshes(tmp_path) -> None:
         load_mesh(tmp_path / "junk.glb")
 
 
-def test_unwrap_once_and_cache_next_to_the_file(tmp_path, monkeypatch) -> None:
+def test_unwrap_once_and_cache_in_the_cache_folder(tmp_path, monkeypatch) -> None:
     pytest.importorskip("xatlas")
-    path = tmp_path / "plain.obj"
+    monkeypatch.setenv("TRITON_S2R_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "meshes" / "plain.obj"
+    path.parent.mkdir()
     box_trimesh(with_uv=False).export(path)
     first = load_mesh(path, unwrap=True)
-    cache = tmp_path / "plain.obj.xatlas.npz"
-    assert cache.is_file()
+    [cache] = (tmp_path / "cache" / "unwrap").iterdir()  # keyed by content: <sha256>.xatlas.npz
+    assert cache.name.endswith(".xatlas.npz") and list(path.parent.iterdir()) == [path]  # nothing next to the mesh
     assert ((first.v_uv >= 0) & (first.v_uv <= 1)).all()
     # The second load reads the cache: xatlas is not called again.
     import triton_s2r.render.mesh as mesh_module

@@ -12,6 +12,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -90,12 +91,23 @@ def _shard(text: str) -> tuple[int, int]:
     return i, n
 
 
+def _fps(text: str) -> float:
+    """argparse type of --fps: a positive, finite frame rate (0, negative or nan would leave an empty video)."""
+    try:
+        fps = float(text)
+    except ValueError:
+        fps = math.nan
+    if not math.isfinite(fps) or fps <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive, finite frame rate such as 10 or 29.97, got {text!r}")
+    return fps
+
+
 def _make_dataset(args: argparse.Namespace) -> int:
     from triton_s2r.benchmark.dataset import make_dataset
 
     root = make_dataset(args.out, preset=args.preset, seed=args.seed, frames=args.frames, resolution=args.resolution,
                         shard=args.shard, backend=args.backend, uvl_format=args.uvl_format, real=not args.no_real,
-                        sim_clip_frames=args.sim_clip_frames)
+                        sim_clip_frames=args.sim_clip_frames, rebuild=args.rebuild)
     print(f"dataset ready: {root.resolve()} (manifest: {root.resolve() / 'dataset.yaml'})")
     return 0
 
@@ -136,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="render backend for building the dataset")
     demo.add_argument("--device", default="auto", help="device for translation: auto, cpu, cuda, cuda:N")
     demo.add_argument("--batch-size", type=int, default=16, help="frames per translation batch")
-    demo.add_argument("--fps", type=float, default=10.0, help="video frame rate")
+    demo.add_argument("--fps", type=_fps, default=10.0, help="video frame rate (frames per second, > 0)")
     demo.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                       help="extra Hydra override for training (repeatable), e.g. trainer.max_epochs=2; "
                       "ignored when the run has finished already")
@@ -173,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "that compiles (up to minutes)")
     trans.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
                        help="render backend for states (auto: nvdiffrast when translating on CUDA)")
-    trans.add_argument("--fps", type=float, default=10.0, help="video frame rate")
+    trans.add_argument("--fps", type=_fps, default=10.0, help="video frame rate (frames per second, > 0)")
     trans.set_defaults(func=_translate)
 
     export = sub.add_parser(
@@ -220,8 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="build the tabletop robot benchmark (sim UVL frames + paired path-traced 'real' frames)",
         description="Build the tabletop benchmark: a Franka Panda, a table and five objects; unpaired train_sim / "
         "train_real splits (train_real also has UVL frames, read only by the paired oracle baseline), a paired "
-        "test split and paired video sequences. Deterministic for a seed; resumes "
-        "where it stopped; --shard I/N renders every N-th frame so N processes can share the work. Needs the "
+        "test split and paired video sequences. Deterministic for a seed; resumes where it stopped when rerun with "
+        "the same arguments (other arguments: refused, or --rebuild); --shard I/N renders every N-th frame so N "
+        "processes can share the work. Needs the "
         "'scenes' extra (pybullet, yourdfpy, xatlas, mitsuba). Format: data/README.md.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -238,6 +251,11 @@ def build_parser() -> argparse.ArgumentParser:
     make.add_argument("--sim-clip-frames", type=int, default=2,
                       help="train_sim in clips of N consecutive trajectory frames, for data.sim_clip_frames=N "
                       "(both default to 2, pairs); 1: independent states")
+    make.add_argument("--rebuild", action="store_true",
+                      help="if OUT holds a dataset built with other arguments (preset, seed, frames, resolution, "
+                      "uvl format, real, sim clip frames), delete it (dataset.yaml, assets/, train_sim/, train_real/, "
+                      "test/, sequences/; other files stay) and build from scratch; without it such a folder is "
+                      "refused, and a folder built with the same arguments is resumed")
     make.set_defaults(func=_make_dataset)
     return parser
 

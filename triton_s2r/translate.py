@@ -39,7 +39,7 @@ from triton_s2r.render.preview import preview_image
 from triton_s2r.render.rasterizer import UVLRasterizer, make_rasterizer, nvdiffrast_available
 from triton_s2r.render.scene import FrameState, LabelTable, Scene, load_scene
 from triton_s2r.translator import TranslationOutput, Translator
-from triton_s2r.video import frame_writer, output_kind, side_by_side, to_uint8
+from triton_s2r.video import check_fps, frame_writer, output_kind, side_by_side, to_uint8
 
 #: Panels of ``--side-by-side``, left to right ("real" only when the input has paired real frames).
 PANELS = ("uvl", "texture", "translation", "real")
@@ -294,8 +294,9 @@ def translate_source(
     """
     if batch_size < 1:
         raise ValueError(f"batch size must be >= 1, got {batch_size}")
+    check_fps(fps)
     out = Path(out)
-    output_kind(out)  # fail on a bad output path before any work
+    output_kind(out)  # fail on a bad output path or frame rate before any work
     k = source.supersample
     panels = ("translation",)
     frame_size = None
@@ -343,6 +344,7 @@ def translate(
 
     Args are those of ``Translator.from_run_dir``, ``open_input`` and ``translate_source``.
     """
+    check_fps(fps)  # before loading the run: a bad rate fails in a second, not after the model loads
     torch.backends.cudnn.benchmark = True  # batches of one shape: let cuDNN pick its fastest kernels (+8%)
     translator = Translator.from_run_dir(run_dir, checkpoint=checkpoint, device=device,
                                          texture_resolution=texture_resolution, compile=compile)

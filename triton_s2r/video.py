@@ -13,11 +13,15 @@ Examples::
 
 from __future__ import annotations
 
+import math
+import numbers
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from fractions import Fraction
 from pathlib import Path
 
 import cv2
@@ -49,41 +53,93 @@ def to_uint8(images: np.ndarray) -> np.ndarray:
     return np.round(np.clip(images, 0.0, 1.0) * 255.0).astype(np.uint8)
 
 
-class _Mp4Writer:
-    """Streams RGB frames into ffmpeg's libx264 through imageio-ffmpeg (its wheel bundles the binary)."""
+def check_fps(fps: float) -> float:
+    """``fps`` as a float if it is a positive, finite frame rate; else a ValueError saying so.
 
-    def __init__(self, path: Path, fps: float) -> None:
+    ffmpeg given 0, a negative or a NaN rate fails or writes an empty file; check before any work.
+    """
+    if isinstance(fps, bool) or not isinstance(fps, numbers.Real) or not math.isfinite(fps) or fps <= 0:
+        raise ValueError(f"fps must be a positive, finite number of frames per second (e.g. 10), got {fps!r}")
+    return float(fps)
+
+
+class _Mp4Writer:
+    """Streams RGB frames into ffmpeg's libx264 (the binary bundled with imageio-ffmpeg) and checks its exit status.
+
+    ffmpeg runs as a subprocess reading raw frames from a pipe; its messages go to a temporary log, quoted
+    in the error when it fails (a frame size libx264 refuses, a full disk, ...).
+    """
+
+    #: libx264 constant rate factor (0-51, lower is better): visually lossless for these frames.
+    CRF = 10
+
+    def __init__(self, path: Path, fps: float, *, name: Path) -> None:
         try:
             import imageio_ffmpeg
         except ImportError as exc:
             raise ImportError("writing mp4 needs imageio-ffmpeg, a dependency of triton_s2r: pip install "
                               "imageio-ffmpeg (or write PNG frames: pass a folder instead of a .mp4 path)") from exc
-        self._ffmpeg, self.path, self.fps = imageio_ffmpeg, path, fps
-        self._stream = None
+        self._exe, self.path, self.name, self.fps = imageio_ffmpeg.get_ffmpeg_exe(), path, name, check_fps(fps)
+        self._process: subprocess.Popen | None = None
+        self._log = None
         self.size: tuple[int, int] | None = None  # (H, W) of the first frame; all must match
+
+    def _start(self, height: int, width: int) -> None:
+        self.size = (height, width)
+        # yuv420p (what players expect) needs even sides; pad rather than let ffmpeg rescale.
+        self._padded = (height + height % 2, width + width % 2)
+        rate = Fraction(self.fps).limit_denominator()  # a rational, so 24000/1001 is not rounded
+        command = [
+            self._exe, "-y", "-f", "rawvideo", "-vcodec", "rawvideo", "-s", f"{self._padded[1]}x{self._padded[0]}",
+            "-pix_fmt", "rgb24", "-r", str(rate), "-i", "-", "-an", "-vcodec", "libx264", "-pix_fmt", "yuv420p",
+            "-crf", str(self.CRF), "-movflags", "+faststart", "-v", "error", str(self.path),
+        ]
+        self._log = tempfile.TemporaryFile()
+        self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._log)
 
     def write(self, frame: np.ndarray) -> None:
         height, width = frame.shape[:2]
-        if self._stream is None:
-            self.size = (height, width)
-            # yuv420p (what players expect) needs even sides; pad rather than let ffmpeg rescale.
-            self._padded = (height + height % 2, width + width % 2)
-            self._stream = self._ffmpeg.write_frames(
-                str(self.path), (self._padded[1], self._padded[0]), fps=self.fps, codec="libx264",
-                pix_fmt_out="yuv420p", quality=8, macro_block_size=1, ffmpeg_log_level="error",
-                output_params=["-movflags", "+faststart"],
-            )
-            self._stream.send(None)  # start ffmpeg
+        if self._process is None:
+            self._start(height, width)
         if (height, width) != self.size:
             raise ValueError(f"frame of {height}x{width} pixels in a video of {self.size[0]}x{self.size[1]}")
         if self._padded != self.size:
             frame = np.pad(frame, ((0, self._padded[0] - height), (0, self._padded[1] - width), (0, 0)))
-        self._stream.send(np.ascontiguousarray(frame))
+        try:
+            self._process.stdin.write(np.ascontiguousarray(frame).tobytes())
+        except OSError:  # a broken pipe: ffmpeg has exited, and close() raises with its status and message
+            self.close()
+            raise
 
     def close(self) -> None:
-        if self._stream is not None:
-            self._stream.close()  # flushes and waits for ffmpeg to finish the file
-            self._stream = None
+        """Finish the file and wait for ffmpeg; raise OSError (quoting ffmpeg) if it failed."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        try:
+            try:
+                process.stdin.close()  # end of input: ffmpeg flushes and writes the index
+            except BrokenPipeError:
+                pass  # ffmpeg exited early (the pipe is closed anyway); its exit status below tells why
+            status = process.wait()
+            if status != 0:
+                self._log.seek(0)
+                message = self._log.read().decode(errors="replace").strip()[-2000:] or "no message"
+                raise OSError(f"{self.name}: ffmpeg failed writing the video (exit status {status}): {message}")
+        finally:
+            self._log.close()
+
+    def abort(self) -> None:
+        """Stop ffmpeg without waiting for a finished file (on an error or Ctrl-C elsewhere)."""
+        process, self._process = self._process, None
+        if process is not None:
+            process.kill()
+            process.wait()
+            for stream in (process.stdin, self._log):
+                try:
+                    stream.close()
+                except OSError:
+                    pass  # a broken pipe to a killed ffmpeg: nothing left to flush
 
 
 class _PngWriter:
@@ -108,10 +164,16 @@ def frame_writer(out: str | os.PathLike, *, fps: float = 10.0) -> Iterator[Calla
 
     Args:
         out: ``*.mp4`` (H.264, yuv420p; odd sides are padded by one black row or column) or a folder.
-        fps: frames per second of the video.
+        fps: frames per second of the video, positive and finite.
+
+    Raises:
+        ValueError: a bad ``out`` or ``fps`` (before anything is written), frames of the wrong type or size,
+            or no frames at all.
+        OSError: ffmpeg failed (its message is quoted) or a PNG frame could not be written.
     """
     out = Path(out)
     kind = output_kind(out)
+    check_fps(fps)  # also for PNG frames: a bad rate is a bad call, whatever the output
     out.parent.mkdir(parents=True, exist_ok=True)
 
     def writer_of(single: Callable[[np.ndarray], None]) -> Callable[[np.ndarray], None]:
@@ -127,13 +189,15 @@ def frame_writer(out: str | os.PathLike, *, fps: float = 10.0) -> Iterator[Calla
 
     if kind == "mp4":
         with atomic_write(out) as tmp:
-            mp4 = _Mp4Writer(tmp, fps)
+            mp4 = _Mp4Writer(tmp, fps, name=out)
             try:
                 yield writer_of(mp4.write)
                 if mp4.size is None:
                     raise ValueError(f"{out}: no frames were written; an empty video is not created")
-            finally:
-                mp4.close()  # on error too: ffmpeg must exit before the temporary file is deleted
+            except BaseException:
+                mp4.abort()  # ffmpeg must exit before the temporary file is deleted
+                raise
+            mp4.close()  # raises if ffmpeg failed: the temporary file is then deleted, out left as it was
         return
     tmp_dir = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
     umask = os.umask(0)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import shutil
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -38,6 +39,9 @@ from triton_s2r.render.uvl import gbuffer_to_uvl, write_uvl
 from triton_s2r.utils.files import atomic_savez, atomic_write, write_image
 
 FORMAT_VERSION = 1
+UVL_FORMATS = ("png", "exr")
+#: Everything a dataset folder holds that ``make_dataset`` wrote (what ``rebuild=True`` deletes; manifest first).
+DATASET_ENTRIES = ("dataset.yaml", "assets", "train_sim", "train_real", "test", "sequences")
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,7 @@ def make_dataset(
     uvl_format: str = "png",
     real: bool = True,
     sim_clip_frames: int = 2,
+    rebuild: bool = False,
 ) -> Path:
     """Build (or finish building) a benchmark dataset in ``out``.
 
@@ -98,9 +103,16 @@ def make_dataset(
         sim_clip_frames: N > 1 (default 2, pairs): train_sim states come in clips of N consecutive frames of
             short trajectories (``sample_clips``), for ℓUC over neighbouring views (``data.sim_clip_frames``,
             the same default); 1: independent states. The frame count must be a multiple of N.
+        rebuild: if ``out`` holds a dataset built with other arguments, delete its files (``DATASET_ENTRIES``
+            only, never other files in the folder) and build from scratch. Without it such a folder is refused
+            before anything is written; a folder built with the same arguments is resumed either way.
 
     Returns:
         The dataset folder.
+
+    Raises:
+        ValueError: bad arguments, or ``out`` holds a dataset built with other arguments (the message names
+            each differing argument) and ``rebuild`` is off.
     """
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
@@ -114,12 +126,23 @@ def make_dataset(
         p = Preset(p.resolution, frames, frames, max(frames // 8, 4), p.sequences, p.sequence_frames, p.spp)
     if resolution is not None:
         p = Preset(resolution, p.train_sim, p.train_real, p.test, p.sequences, p.sequence_frames, p.spp)
+    if uvl_format not in UVL_FORMATS:
+        raise ValueError(f"uvl_format must be one of {UVL_FORMATS}, got {uvl_format!r}")
+    if sim_clip_frames < 1:
+        raise ValueError(f"sim_clip_frames must be >= 1, got {sim_clip_frames}")
     root = Path(out)
-    if (root / "dataset.yaml").is_file():  # resuming: the stored frames must come from the same kind of states
-        built = BenchmarkDataset.open(root, check_files=False).splits["train_sim"].get("clip_frames", 1)
-        if built != sim_clip_frames:
-            raise ValueError(f"{root} holds a dataset whose train_sim comes in clips of {built} frame(s), not "
-                             f"{sim_clip_frames}: build into a new --out folder")
+    build = {"preset": preset, "seed": seed, "frames": frames, "resolution": p.resolution, "uvl_format": uvl_format,
+             "real": real, "sim_clip_frames": sim_clip_frames}
+    if rebuild:
+        _delete_dataset(root)
+    elif (root / "dataset.yaml").is_file():  # resuming: the stored frames must come from the same arguments
+        differences = build_differences(BenchmarkDataset.open(root, check_files=False).manifest, build, p)
+        if differences:
+            raise ValueError(
+                f"{root} holds a dataset built with other arguments ({'; '.join(differences)}); its frames would "
+                f"mix with the new ones. Build into another --out folder, or pass --rebuild (Python: rebuild=True) "
+                f"to delete that dataset ({', '.join(DATASET_ENTRIES)}; other files stay) and build from scratch"
+            )
     root.mkdir(parents=True, exist_ok=True)
 
     panda = Panda.load()
@@ -134,7 +157,7 @@ def make_dataset(
         atomic_savez(root / split.name / "states.npz", object_poses=s.object_poses.numpy(),
                      world_from_camera=s.camera.world_from_camera.numpy(), intrinsics=s.camera.intrinsics.numpy(),
                      joints=split.joints, object_names=np.array([o.name for o in scene.objects]))
-    _write_manifest(root, scene, p, preset, seed, splits, uvl_format)
+    _write_manifest(root, scene, p, build, splits)
 
     rasterizer = make_rasterizer(backend)
     appearance = None
@@ -219,15 +242,16 @@ def _write_assets(scene: Scene, folder: Path) -> None:
         tmp.write_text(yaml.safe_dump(spec, sort_keys=False))
 
 
-def _write_manifest(root: Path, scene: Scene, p: Preset, preset: str, seed: int, splits: list[Split],
-                    uvl_format: str) -> None:
+def _write_manifest(root: Path, scene: Scene, p: Preset, build: dict, splits: list[Split]) -> None:
     manifest = {
         "format_version": FORMAT_VERSION,
-        "name": f"triton_s2r tabletop benchmark ({preset})",
-        "preset": preset,
-        "seed": seed,
+        "name": f"triton_s2r tabletop benchmark ({build['preset']})",
+        "preset": build["preset"],
+        "seed": build["seed"],
         "resolution": [p.resolution, p.resolution],
-        "uvl_format": uvl_format,
+        "uvl_format": build["uvl_format"],
+        # The make_dataset arguments that determine the content (not shard or backend): a rerun must match them.
+        "build": build,
         "labels": scene.labels.to_dict(),
         "scene": "assets/scene.yaml",
         "camera": {"convention": "OpenCV (x right, y down, z forward), see docs/rendering.md",
@@ -246,3 +270,45 @@ def _write_manifest(root: Path, scene: Scene, p: Preset, preset: str, seed: int,
     }
     with atomic_write(root / "dataset.yaml") as tmp:
         tmp.write_text(yaml.safe_dump(manifest, sort_keys=False))
+
+
+def build_differences(manifest: dict, build: dict, p: Preset) -> list[str]:
+    """``"name: stored X, requested Y"`` for each content-determining argument that differs from the manifest's.
+
+    Args:
+        manifest: a parsed ``dataset.yaml``.
+        build: the requested ``build`` mapping (see ``make_dataset``).
+        p: the requested preset after the ``frames`` / ``resolution`` overrides.
+    """
+    stored = manifest.get("build")
+    if isinstance(stored, dict):
+        return [f"{key}: stored {stored.get(key)!r}, requested {value!r}" for key, value in build.items()
+                if stored.get(key) != value]
+    # Written before the build mapping: compare what the manifest records of the same arguments.
+    splits = manifest.get("splits") or {}
+    planned = {"train_sim": p.train_sim, "train_real": p.train_real, "test": p.test,
+               **{f"sequences/seq_{k:03d}": p.sequence_frames for k in range(p.sequences)}}
+    recorded = {
+        "preset": (manifest.get("preset"), build["preset"]),
+        "seed": (manifest.get("seed"), build["seed"]),
+        "resolution": ((manifest.get("resolution") or [None])[0], build["resolution"]),
+        "uvl_format": (manifest.get("uvl_format"), build["uvl_format"]),
+        "real": (any(bool(info.get("real")) for info in splits.values()), build["real"]),
+        "sim_clip_frames": ((splits.get("train_sim") or {}).get("clip_frames", 1), build["sim_clip_frames"]),
+        "frames per split": ({name: info.get("frames") for name, info in splits.items()}, planned),
+    }
+    return [f"{key}: stored {old!r}, requested {new!r}" for key, (old, new) in recorded.items() if old != new]
+
+
+def _delete_dataset(root: Path) -> None:
+    """Delete the dataset in ``root`` (only ``DATASET_ENTRIES``; the manifest last, so an interrupted delete is
+    still recognised as a dataset and finished by the next ``rebuild``). Nothing happens without a manifest."""
+    if not (root / "dataset.yaml").is_file():
+        return
+    for name in DATASET_ENTRIES[1:]:
+        entry = root / name
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        elif entry.exists() or entry.is_symlink():
+            entry.unlink()
+    (root / DATASET_ENTRIES[0]).unlink()

@@ -8,7 +8,6 @@ unwrapped with xatlas once and the result baked into the dataset.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import numpy as np
 import trimesh
 
 from triton_s2r.render.mesh import Mesh
+from triton_s2r.utils.cache import cache_dir as shared_cache_dir
 from triton_s2r.utils.files import atomic_savez
 from triton_s2r.utils.optional import require
 
@@ -32,8 +32,8 @@ SPREAD = np.array([1.2, 0.5, 0.6, 0.5, 1.0, 0.5, 1.2])
 
 
 def default_cache_dir() -> Path:
-    """Where generated assets are cached: ``$TRITON_S2R_CACHE`` or ``~/.cache/triton_s2r``."""
-    return Path(os.environ.get("TRITON_S2R_CACHE", Path.home() / ".cache" / "triton_s2r"))
+    """Where generated assets are cached: ``$TRITON_S2R_CACHE`` or ``~/.cache/triton_s2r`` (see utils.cache)."""
+    return shared_cache_dir()
 
 
 @dataclass

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import torch
 import trimesh
 from torch import Tensor
 
+from triton_s2r.utils.cache import CACHE_ENV, cache_dir
 from triton_s2r.utils.files import atomic_savez
 from triton_s2r.utils.optional import require
 
@@ -25,7 +27,7 @@ from triton_s2r.utils.optional import require
 MAX_DEGENERATE_UV_FRACTION = 0.5
 #: How far UVs may leave [0, 1] (rounding in exporters) before they count as unusable.
 UV_RANGE_TOLERANCE = 1e-3
-#: Suffix of the cached xatlas unwrap written next to a mesh file.
+#: Suffix of the cached xatlas unwraps in ``<cache_dir()>/unwrap/<sha256 of the mesh file>.xatlas.npz``.
 UNWRAP_CACHE_SUFFIX = ".xatlas.npz"
 
 
@@ -58,6 +60,7 @@ class Mesh:
             raise MeshError(f"{self.source}: t_pos_idx and t_uv_idx must both be (F, 3)")
         if self.v_uv.ndim != 2 or self.v_uv.shape[1] != 2:
             raise MeshError(f"{self.source}: v_uv must be (T, 2), got {tuple(self.v_uv.shape)}")
+        _check_positions(self.v_pos, self.source)
 
     @property
     def num_triangles(self) -> int:
@@ -97,6 +100,14 @@ class Mesh:
         )
 
 
+def _check_positions(v_pos: Tensor, source: str) -> None:
+    """Raise if any of the (V, 3) vertex positions is NaN or infinite (a renderer would fail later, naming no file)."""
+    bad = int((~torch.isfinite(v_pos)).any(1).sum())
+    if bad:
+        raise MeshError(f"{source}: {bad} of {v_pos.shape[0]} vertex positions are NaN or infinite; fix or re-export "
+                        "the mesh (e.g. remove degenerate vertices in your modelling tool)")
+
+
 def uv_problem(mesh: Mesh) -> str | None:
     """Why the mesh's UVs cannot carry a learned texture, or None if they can.
 
@@ -129,11 +140,13 @@ def load_mesh(path: str | os.PathLike, *, unwrap: bool = False) -> Mesh:
     Args:
         path: mesh file.
         unwrap: if the file has no usable UVs, compute them with xatlas (extra ``unwrap``) and cache the
-            result next to the file as ``<name>.xatlas.npz``; otherwise such a file is an error.
+            result in the cache folder (``utils.cache.cache_dir``, keyed by the file's content hash; nothing
+            is written next to the mesh); otherwise such a file is an error.
 
     Raises:
         FileNotFoundError: the file does not exist.
-        MeshError: the file cannot be read, has no triangles, or has no usable UVs and ``unwrap`` is off.
+        MeshError: the file cannot be read, has no triangles, has NaN or infinite vertex positions, or has no
+            usable UVs (NaN, infinite, outside [0, 1] or collapsed) and ``unwrap`` is off.
     """
     path = Path(path)
     if not path.is_file():
@@ -145,6 +158,7 @@ def load_mesh(path: str | os.PathLike, *, unwrap: bool = False) -> Mesh:
     if not isinstance(loaded, trimesh.Trimesh) or len(loaded.faces) == 0:
         raise MeshError(f"{path}: no triangles found; export the object as a triangle mesh")
     vertices, faces = np.asarray(loaded.vertices), np.asarray(loaded.faces)
+    _check_positions(torch.as_tensor(vertices), str(path))  # before any unwrap: xatlas must not see NaN
     uv = getattr(loaded.visual, "uv", None)
     if uv is not None and len(uv) == len(vertices):
         # trimesh stores the UV "v" axis bottom-up (OBJ convention); we keep it as the file has it.
@@ -163,15 +177,23 @@ def load_mesh(path: str | os.PathLike, *, unwrap: bool = False) -> Mesh:
 
 
 def _unwrap_cached(path: Path, vertices: np.ndarray, faces: np.ndarray) -> Mesh:
-    """xatlas-unwrap a mesh once; later calls read ``<path>.xatlas.npz`` if the file is unchanged."""
+    """xatlas-unwrap a mesh once; later loads of the same file content read the cached result.
+
+    The cache entry is ``<cache_dir()>/unwrap/<sha256 of the file>.xatlas.npz``: keyed by content, so a
+    changed file is unwrapped again and identical copies share one entry.
+    """
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    cache = path.with_name(path.name + UNWRAP_CACHE_SUFFIX)
+    cache = cache_dir() / "unwrap" / f"{digest}{UNWRAP_CACHE_SUFFIX}"
     if cache.is_file():
         with np.load(cache) as data:
-            if str(data["sha256"]) == digest:
+            if str(data["sha256"]) == digest and bool((data["vmapping"] < len(vertices)).all()):
                 return Mesh.from_arrays(vertices[data["vmapping"]], data["indices"], data["uvs"], str(path))
     xatlas = require("xatlas", extra="unwrap")
     vmapping, indices, uvs = xatlas.parametrize(vertices.astype(np.float32), faces.astype(np.uint32))
-    atomic_savez(cache, sha256=digest, vmapping=vmapping, indices=indices, uvs=uvs)
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        atomic_savez(cache, sha256=digest, vmapping=vmapping, indices=indices, uvs=uvs)
+    except OSError as exc:  # a read-only home, say: the unwrap is still right, only slower next time
+        warnings.warn(f"{path}: could not cache its xatlas unwrap in {cache.parent} ({exc}); set {CACHE_ENV} to a "
+                      "writable folder to avoid unwrapping again", stacklevel=3)
     return Mesh.from_arrays(vertices[vmapping], indices, uvs, str(path))
-

@@ -232,7 +232,9 @@ def load_scene(path: str | os.PathLike) -> Scene:
           - {name: block_a, label: block, mesh: meshes/block.glb, unwrap: true, uv_tile: [0, 2]}
           - {name: block_b, label: block, mesh: meshes/block.glb, unwrap: true, uv_tile: [1, 2]}
 
-    Mesh paths are relative to the scene file. ``unwrap: true`` computes UVs with xatlas when the
+    Mesh paths are relative to the scene file and must stay inside its folder (no ``..`` leading out of
+    it: a scene file from elsewhere must not read arbitrary files); an absolute path is allowed, as an
+    explicit choice. ``unwrap: true`` computes UVs with xatlas when the
     mesh has none (see ``load_mesh``). ``uv_tile: [i, n]`` shrinks the mesh's UVs into tile i of n
     (``Mesh.in_uv_tile``), so that objects sharing a label, and so a texture, do not overlap in it.
     """
@@ -251,11 +253,13 @@ def load_scene(path: str | os.PathLike) -> Scene:
         raise ValueError(f"{path}: not a valid scene file ({exc}); see triton_s2r.render.scene.load_scene") from exc
     objects = []
     for entry in entries:
+        if not isinstance(entry, dict):
+            raise ValueError(f"{path}: each object must be a mapping with name, label and mesh, got {entry!r}")
         try:
             label = labels.id_of(str(entry["label"]))
         except KeyError as exc:
             raise ValueError(f"{path}: object {entry.get('name')!r}: {exc.args[0]}") from None
-        mesh = load_mesh(path.parent / entry["mesh"], unwrap=bool(entry.get("unwrap", False)))
+        mesh = load_mesh(_mesh_path(path, entry), unwrap=bool(entry.get("unwrap", False)))
         if "uv_tile" in entry:  # [index, count]: this object's region of its label's texture
             try:
                 mesh = mesh.in_uv_tile(*(int(k) for k in entry["uv_tile"]))
@@ -264,3 +268,25 @@ def load_scene(path: str | os.PathLike) -> Scene:
                                  f"0 <= index < count ({exc})") from None
         objects.append(SceneObject(str(entry["name"]), label, mesh))
     return Scene(tuple(objects), labels)
+
+
+def _mesh_path(scene_file: Path, entry: dict) -> Path:
+    """The mesh file of a scene-file object entry: relative paths must stay in the scene file's folder.
+
+    The check is on the written path (``..`` components), not on resolved symlinks: a link the user placed
+    in the folder is as explicit a choice as an absolute path.
+    """
+    name = entry.get("name")
+    mesh = entry.get("mesh")
+    if not isinstance(mesh, str) or not mesh:
+        raise ValueError(f"{scene_file}: object {name!r}: `mesh` must be a file path, got {mesh!r}")
+    if os.path.isabs(mesh):
+        return Path(mesh)
+    parts = Path(os.path.normpath(mesh)).parts
+    if parts and parts[0] == "..":
+        raise ValueError(
+            f"{scene_file}: object {name!r}: mesh path {mesh!r} leaves the scene file's folder; relative mesh paths "
+            "must stay inside it: move the mesh next to the scene file (e.g. meshes/), or write an absolute path "
+            "if you mean to use a file elsewhere"
+        )
+    return scene_file.parent / mesh

@@ -56,10 +56,11 @@ def uvl_to_gbuffer(uvl: Tensor, labels: LabelTable, *, source: str = "UVL image"
         source: name used in error messages (the file path).
 
     Raises:
-        UVLFileError: a blue value is not a label value of the table.
+        UVLFileError: a value is NaN or infinite, or a blue value is not a label value of the table.
     """
     if uvl.ndim != 4 or uvl.shape[1] != 3:
         raise UVLFileError(f"{source}: expected (B, 3, H, W) UVL images, got {tuple(uvl.shape)}")
+    check_finite(uvl, source=source)
     value = torch.round(uvl[:, 2] * 255.0).clamp(-1, 256).to(torch.int64)
     lut = torch.full((258,), -1, dtype=torch.int64, device=uvl.device)  # index = value + 1
     for i, v in enumerate(labels.values, start=1):
@@ -76,6 +77,24 @@ def uvl_to_gbuffer(uvl: Tensor, labels: LabelTable, *, source: str = "UVL image"
         )
     uv = uvl[:, :2] * (label != VOID)[:, None]
     return GBuffer(uv=uv.to(torch.float32), label=label)
+
+
+def check_finite(uvl: Tensor, *, source: str = "UVL image") -> None:
+    """Raise if a UVL image holds NaN or infinity (float EXR files can), naming the channel and pixel count.
+
+    Such values would otherwise decode to a black frame (NaN UVs) or an invalid label index.
+
+    Args:
+        uvl: (..., 3, H, W) float UVL images (u, v, label value / 255).
+        source: name used in the message (the file path).
+    """
+    bad = ~torch.isfinite(uvl)
+    if not bool(bad.any()):
+        return
+    per_channel = bad.movedim(-3, 0).reshape(3, -1).sum(1).tolist()
+    counts = ", ".join(f"{n} in {name}" for name, n in zip(("u", "v", "label"), per_channel, strict=True) if n)
+    raise UVLFileError(f"{source}: NaN or infinite values ({counts}); UVL values must be finite, in [0, 1]: "
+                       "re-export the frame (check the exporter's compositing of empty pixels) or delete it")
 
 
 def write_uvl(path: str | os.PathLike, uvl: Tensor | np.ndarray, *, half: bool = False) -> None:
@@ -107,7 +126,8 @@ def read_uvl(path: str | os.PathLike) -> Tensor:
 
     Raises:
         FileNotFoundError: no such file.
-        UVLFileError: the file is corrupt, not RGB, or an 8-bit PNG (too coarse for UVs).
+        UVLFileError: the file is corrupt, not RGB, an 8-bit PNG (too coarse for UVs), or holds NaN or
+            infinity (float EXR).
     """
     path = Path(path)
     if not path.is_file():
@@ -134,7 +154,9 @@ def read_uvl(path: str | os.PathLike) -> Tensor:
         hwc = img[..., 2::-1].astype(np.float32) / 65535.0  # BGR(A) -> RGB
     else:
         raise UVLFileError(f"{path}: unknown UVL file type; expected one of {UVL_SUFFIXES}")
-    return torch.from_numpy(np.ascontiguousarray(hwc.transpose(2, 0, 1)))
+    uvl = torch.from_numpy(np.ascontiguousarray(hwc.transpose(2, 0, 1)))
+    check_finite(uvl, source=str(path))
+    return uvl
 
 
 def load_uvl_gbuffer(path: str | os.PathLike, labels: LabelTable) -> GBuffer:
