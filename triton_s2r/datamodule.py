@@ -135,6 +135,8 @@ class TritonDataModule(pl.LightningDataModule):
         num_workers: data loader processes.
         seed: seeds the sampling order.
         val_frames: paired ``test`` frames translated and scored (``val/psnr``, ...) after each epoch; 0 = none.
+        photo_min_short_side, photo_max_short_side: for ``real_dir``: warn about photos whose shorter side is
+            below the first (they would be upsampled); decode photos reduced to the second (``Photos``).
     """
 
     def __init__(
@@ -152,6 +154,8 @@ class TritonDataModule(pl.LightningDataModule):
         num_workers: int = 0,
         seed: int = 0,
         val_frames: int = 16,
+        photo_min_short_side: int | None = None,
+        photo_max_short_side: int | None = None,
     ) -> None:
         super().__init__()
         if sim_source not in ("frames", "render"):
@@ -177,6 +181,7 @@ class TritonDataModule(pl.LightningDataModule):
         self.sim_dir, self.real_dir, self.label_spec = sim_dir, real_dir, labels
         self.batch_size, self.sim_clip_frames, self.steps_per_epoch = batch_size, sim_clip_frames, steps_per_epoch
         self.num_workers, self.seed, self.val_frames = num_workers, seed, val_frames
+        self.photo_min_short_side, self.photo_max_short_side = photo_min_short_side, photo_max_short_side
         self.dataset: BenchmarkDataset | None = None
 
     def prepare_data(self) -> None:
@@ -227,7 +232,9 @@ class TritonDataModule(pl.LightningDataModule):
             if self.sim_source == "render":
                 return UnpairedDataset(self.dataset.splits["train_sim"]["frames"], real)
             return UnpairedDataset(self.dataset.uvl_frames("train_sim"), real)
-        return UnpairedDataset(UVLFrames(self.sim_dir, self.labels), Photos(self.real_dir))
+        photos = Photos(self.real_dir, min_short_side=self.photo_min_short_side,
+                        max_short_side=self.photo_max_short_side)
+        return UnpairedDataset(UVLFrames(self.sim_dir, self.labels), photos)
 
     def _paired(self, split: str, limit: int | None = None) -> PairedDataset:
         if not self.dataset.is_paired(split):
