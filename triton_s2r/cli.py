@@ -53,13 +53,15 @@ def _translate(args: argparse.Namespace) -> int:
 def _eval(args: argparse.Namespace) -> int:
     from triton_s2r.evaluate import evaluate, write_metrics
 
-    result = evaluate(args.run_dir, args.dataset_dir, split=args.split, checkpoint=args.checkpoint,
-                      device=args.device, batch_size=args.batch_size, grid_size=args.grid_size)
+    result = evaluate(args.source, args.dataset_dir, split=args.split, checkpoint=args.checkpoint,
+                      device=args.device, batch_size=args.batch_size, grid_size=args.grid_size,
+                      texture_resolution=args.texture_resolution)
     out = write_metrics(result, args.out)
-    shown = ("psnr", "psnr_masked", "ssim", "surface_consistency", "surface_consistency_real", "warp_error",
-             "warp_error_real")
+    shown = ("psnr", "psnr_masked", "ssim", "haarpsi", "haarpsi_masked", "texture_psnr", "surface_consistency",
+             "surface_consistency_real", "warp_error", "warp_error_real")
     print("  ".join(f"{k}={result[k]:.4f}" for k in shown if result[k] is not None))
-    print(f"wrote {out.resolve()} ({result['n_frames']} paired frames, {result['n_sequences']} sequences)")
+    print(f"wrote {out.resolve()} ({result['n_frames']} paired frames, {result['n_sequences']} sequences, "
+          f"from a {result['source']} folder)")
     return 0
 
 
@@ -197,21 +199,34 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser(
         "eval",
-        help="metrics of a trained run on a benchmark dataset (PSNR, SSIM, surface consistency, warp error)",
-        description="Translate the paired split and every video sequence of DATASET_DIR with RUN_DIR and write "
-        "metrics as JSON: psnr, ssim (whole frames, higher is better), psnr_masked, ssim_masked (objects and "
-        "robot only), psnr_by_label (void and each label), surface_consistency, warp_error and "
-        "warp_error_by_label (lower is better; the _real variants give the real frames' own level), n_frames, "
-        "and the dataset and checkpoint. FID, KID and LPIPS need pretrained weights and are reported as null. "
-        "Example: triton-s2r eval outputs/runs/demo outputs/data/small --out outputs/metrics.json",
+        help="metrics of a trained run, or of any translator's frames, on a benchmark dataset (PSNR, SSIM, "
+        "HaarPSI, surface consistency, warp error, texture recovery)",
+        description="Score SOURCE on DATASET_DIR and write metrics as JSON. SOURCE is a run directory (holds "
+        "config.yaml: the run translates the paired split and every video sequence) or a frames folder from any "
+        "translator, laid out like the dataset's real frames with the same names and size (SOURCE/test/000000.png, "
+        "SOURCE/sequences/seq_000/000000.png, ...; without sequences/ the consistency keys are null). Keys: psnr, "
+        "ssim, haarpsi (whole frames, higher is better; HaarPSI is a perceptual similarity in (0, 1] that blur "
+        "lowers), psnr_masked, ssim_masked, haarpsi_masked (objects and robot only), psnr_by_label (void and each "
+        "label), surface_consistency, warp_error and warp_error_by_label (lower is better; the _real variants give "
+        "the real frames' own level), texture_psnr and texture_psnr_by_label (runs only: learned textures against "
+        "the benchmark's hidden albedo after a per-label affine colour fit, over the texels the frames show), "
+        "n_frames, source, and the dataset and checkpoint. FID, KID and LPIPS need pretrained weights and are "
+        "reported as null; every null key has its reason under 'absent'. Examples: triton-s2r eval "
+        "outputs/runs/demo outputs/data/small --out outputs/metrics.json; triton-s2r eval cyclegan_frames "
+        "outputs/data/small --out outputs/cyclegan.json",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    _add_run_arguments(ev)
+    ev.add_argument("source", type=Path, help="run directory (config.yaml) or frames folder (test/000000.png, ...)")
+    ev.add_argument("--checkpoint", default=None,
+                    help="run only: checkpoint file or name in RUN_DIR/checkpoints (default: last.ckpt)")
+    ev.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:N")
     ev.add_argument("dataset_dir", type=Path, help="benchmark dataset folder (dataset.yaml)")
     ev.add_argument("--out", type=Path, required=True, help="metrics JSON file")
-    ev.add_argument("--split", default="test", help="paired split for PSNR and SSIM")
+    ev.add_argument("--split", default="test", help="paired split for PSNR, SSIM and HaarPSI")
     ev.add_argument("--batch-size", type=int, default=16, help="frames per model call")
     ev.add_argument("--grid-size", type=int, default=128, help="UV grid texels per side for the consistency metrics")
+    ev.add_argument("--texture-resolution", type=int, default=256,
+                    help="texels per side at which learned and hidden textures are compared")
     ev.set_defaults(func=_eval)
 
     make = sub.add_parser(
