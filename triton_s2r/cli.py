@@ -7,6 +7,8 @@ Examples::
     triton-s2r train experiment=tiny data.root=outputs/data/tiny hydra.run.dir=outputs/runs/tiny
     triton-s2r translate outputs/runs/tiny outputs/data/tiny --out outputs/videos/tiny.mp4 --side-by-side
     triton-s2r export-textures outputs/runs/tiny --out outputs/textures/tiny
+    triton-s2r eval outputs/runs/tiny outputs/data/tiny --out outputs/eval/tiny.json
+    triton-s2r downstream outputs/data/tiny --train-on real --out outputs/downstream/real.json
 """
 
 from __future__ import annotations
@@ -62,6 +64,21 @@ def _eval(args: argparse.Namespace) -> int:
     print("  ".join(f"{k}={result[k]:.4f}" for k in shown if result[k] is not None))
     print(f"wrote {out.resolve()} ({result['n_frames']} paired frames, {result['n_sequences']} sequences, "
           f"from a {result['source']} folder)")
+    return 0
+
+
+def _downstream(args: argparse.Namespace) -> int:
+    from triton_s2r.downstream import downstream
+    from triton_s2r.evaluate import write_metrics
+
+    result = downstream(args.dataset_dir, args.train_on, seed=args.seed, train_frames=args.train_frames,
+                        steps=args.steps, batch_size=args.batch_size, input_size=args.input_size, device=args.device)
+    out = write_metrics(result, args.out)
+    print(f"joint_error_deg={result['joint_error_deg']:.2f}  object_position_error_cm="
+          f"{result['object_position_error_cm']:.2f}  (always the training mean: "
+          f"{result['joint_error_deg_mean_pose']:.2f} deg, {result['object_position_error_cm_mean_pose']:.2f} cm)")
+    print(f"wrote {out.resolve()} (trained on {result['n_train']} {args.train_on} images, tested on "
+          f"{result['n_test']} real frames, {result['device']})")
     return 0
 
 
@@ -228,6 +245,38 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--texture-resolution", type=int, default=256,
                     help="texels per side at which learned and hidden textures are compared")
     ev.set_defaults(func=_eval)
+
+    down = sub.add_parser(
+        "downstream",
+        help="the paper's pose experiment: train a small CNN on a source's images, test it on the real frames",
+        description="Train a small randomly initialised CNN to regress the arm's 7 joint angles and the objects' "
+        "table positions from one image, on TRAIN_ON's images of the train_real states, and test it on the real "
+        "frames of the paired test split (and of the sequences). TRAIN_ON: real (train_real's real frames: the "
+        "ceiling), sim (the raw UVL visualisation of the same states: the floor), a run directory (its "
+        "translations of those states' UVL frames), texture:RUN_DIR (its texture projection), or a frames folder "
+        "holding train_real/000000.png, ... (any translator's outputs of train_real's UVL frames). Every source "
+        "gets the same states. JSON keys: joint_error_deg (per test frame the root of the summed squared joint "
+        "errors in degrees, averaged), object_position_error_cm (mean distance of predicted and true table "
+        "positions), the same with _sequences, with _mean_pose (always predicting the training mean) and with "
+        "_train_states (the real frames of the training states: only the domain gap, no generalisation), "
+        "train_on, n_train, n_test, seed, steps. Seeded and deterministic on one device. Example: triton-s2r "
+        "downstream outputs/data/small --train-on outputs/runs/demo --out outputs/downstream/demo.json",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    down.add_argument("dataset_dir", type=Path, help="benchmark dataset folder (dataset.yaml)")
+    down.add_argument("--train-on", required=True, metavar="SOURCE",
+                      help="real, sim, a run directory, texture:RUN_DIR or a frames folder")
+    down.add_argument("--out", type=Path, required=True, help="result JSON file")
+    down.add_argument("--seed", type=int, default=0, help="network initialisation and batch order")
+    down.add_argument("--train-frames", type=int, default=None,
+                      help="training images (default: as many as train_real has; more adds train_sim states for "
+                      "sim and runs)")
+    down.add_argument("--steps", type=int, default=1000, help="optimiser steps")
+    down.add_argument("--batch-size", type=int, default=32, help="images per step")
+    down.add_argument("--input-size", type=int, default=64, help="images are resized to this square size (a multiple "
+                      "of 16)")
+    down.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:N")
+    down.set_defaults(func=_downstream)
 
     make = sub.add_parser(
         "make-dataset",
