@@ -49,6 +49,7 @@ import yaml
 from torch import Tensor, nn
 
 from triton_s2r.datasets import BenchmarkDataset, DatasetError, read_photo
+from triton_s2r.evaluate import frame_file
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.preview import preview_image
 from triton_s2r.translator import CONFIG_NAME, Translator, resolve_device
@@ -161,8 +162,6 @@ def source_images(source: str, dataset: BenchmarkDataset, split: str, count: int
         images = [getattr(translator(g), field).cpu() for g in _uvl_batches(dataset, split, count)]
         return _resize(torch.cat(images), size)
     if (path / split).is_dir() and not source.startswith(TEXTURE_PREFIX):
-        from triton_s2r.evaluate import frame_file
-
         files = [frame_file(path / split, i) for i in range(count)]
         if None in files:
             raise DatasetError(f"{path / split}: frame {files.index(None):06d}.png missing; a frames folder holds one "
@@ -207,20 +206,26 @@ def pose_errors(predicted: PoseTargets, true: PoseTargets) -> tuple[float, float
 def train_pose_net(images: Tensor, targets: Tensor, *, steps: int, batch_size: int, seed: int,
                    device: torch.device, learning_rate: float = 1e-3) -> nn.Module:
     """Fit ``PoseNet`` to standardised ``targets`` (N, D) from ``images`` (N, 3, S, S) with Adam; seeded."""
-    torch.manual_seed(seed)
+    torch.manual_seed(seed)  # the network is initialised on the CPU, so the same on every device
     model = PoseNet(targets.shape[1], images.shape[-1]).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, steps)
     generator = torch.Generator().manual_seed(seed)
     images, targets = images.to(device), targets.to(device)
     model.train()
-    for _ in range(steps):
-        batch = torch.randint(0, images.shape[0], (batch_size,), generator=generator).to(device)
-        loss = F.mse_loss(model(images[batch]), targets[batch])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        schedule.step()
+    # cuDNN may pick non-deterministic convolution kernels; ask for deterministic ones while this trains.
+    flags = torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark
+    torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
+    try:
+        for _ in range(steps):
+            batch = torch.randint(0, images.shape[0], (batch_size,), generator=generator).to(device)
+            loss = F.mse_loss(model(images[batch]), targets[batch])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+    finally:
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = flags
     return model.eval()
 
 
