@@ -41,6 +41,12 @@ def test_manifest_and_layout(dataset_dir) -> None:
     assert len(ds.uvl_frames("train_sim")) == 4 and len(ds.photos("train_real")) == 4
     assert not (dataset_dir / "train_sim" / "real").exists()
     assert len(ds.uvl_frames("train_real")) == 4  # paired with its photos, for the oracle baseline only
+    # The hidden albedo of every label, for eval's texture recovery only (tests/test_eval.py shows training never
+    # reads it): one image per label at the appearance's resolution.
+    assert manifest["hidden"]["albedo"] == "hidden/albedo/{label}.png"
+    albedo = sorted((dataset_dir / "hidden" / "albedo").glob("*.png"))
+    assert sorted(p.stem for p in albedo) == sorted(manifest["labels"]["names"])
+    assert Photos(dataset_dir / "hidden" / "albedo")[0].shape == (3, 512, 512)
     assert not list(dataset_dir.rglob(".*"))  # no temporary files
 
 

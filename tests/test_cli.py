@@ -20,7 +20,8 @@ def test_help_lists_subcommands() -> None:
     search = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     exe = shutil.which("triton-s2r", path=search) or pytest.fail("the triton-s2r console script is not installed")
     out = subprocess.run([exe, "--help"], capture_output=True, text=True, check=True).stdout
-    assert all(command in out for command in ("demo", "translate", "export-textures", "make-dataset"))
+    commands = ("demo", "translate", "export-textures", "make-dataset", "eval", "downstream")
+    assert all(command in out for command in commands)
     out = subprocess.run([sys.executable, "-m", "triton_s2r.cli", "demo", "--help"],
                          capture_output=True, text=True, check=True).stdout
     assert "--backend" in out and "--preset" in out and "--experiment" in out

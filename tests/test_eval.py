@@ -1,24 +1,38 @@
-"""`triton-s2r eval` end to end on the tiny demo run, and its errors."""
+"""`triton-s2r eval` end to end on the tiny demo run and on frames folders, texture recovery, and its errors."""
 
 from __future__ import annotations
 
 import json
 import math
+import shutil
+import sys
+from pathlib import Path
 
+import cv2
+import numpy as np
 import pytest
+import torch
+import yaml
 
 from triton_s2r.cli import main
+from triton_s2r.datasets import BenchmarkDataset, DatasetError
 from triton_s2r.evaluate import evaluate
+from triton_s2r.models.texture_space import sample_label_textures
+from triton_s2r.render.gbuffer import GBuffer
+from triton_s2r.texture_recovery import read_hidden_albedo
+from triton_s2r.translator import Translator
 
 
 def test_eval_writes_every_metric(run_dir, data_root, tmp_path, capsys) -> None:
     out = tmp_path / "metrics" / "tiny.json"
     assert main(["eval", str(run_dir), str(data_root), "--out", str(out), "--device", "cpu"]) == 0
     result = json.loads(out.read_text())
-    for key in ("psnr", "ssim", "psnr_masked", "ssim_masked", "surface_consistency", "surface_consistency_real",
-                "warp_error", "warp_error_real"):
+    for key in ("psnr", "ssim", "psnr_masked", "ssim_masked", "haarpsi", "haarpsi_masked", "texture_psnr",
+                "surface_consistency", "surface_consistency_real", "warp_error", "warp_error_real"):
         assert isinstance(result[key], float) and math.isfinite(result[key]), key
     assert 0 < result["psnr"] <= 100 and -1 <= result["ssim"] <= 1
+    assert 0 < result["haarpsi"] < 1 and 0 < result["haarpsi_masked"] < 1  # two tiny epochs are far from real
+    assert result["source"] == "run" and result["frames_dir"] is None
     # Every label of the tiny scene and the void around it are on screen in some test frame.
     by_label = result["psnr_by_label"]
     assert list(by_label)[:2] == ["void", "table"] and len(by_label) == 10
@@ -53,3 +67,118 @@ def test_eval_missing_inputs_are_clear_errors(run_dir, tmp_path, capsys) -> None
     assert main(["eval", str(run_dir), str(tmp_path / "nodata"), "--out", str(tmp_path / "m.json")]) == 2
     assert "not a triton_s2r dataset" in capsys.readouterr().err
     assert not (tmp_path / "m.json").exists()
+
+
+def real_frames_folder(data_root: Path, out: Path) -> Path:
+    """A frames folder holding the dataset's own real frames: what a perfect translator would write."""
+    for split in ("test", "sequences/seq_000"):
+        shutil.copytree(data_root / split / "real", out / split)
+    return out
+
+
+def test_eval_of_the_real_frames_themselves_is_perfect(data_root, tmp_path, capsys) -> None:
+    frames = real_frames_folder(data_root, tmp_path / "frames")
+    out = tmp_path / "real.json"
+    assert main(["eval", str(frames), str(data_root), "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["source"] == "frames" and result["frames_dir"] == str(frames.resolve()) and result["run_dir"] is None
+    assert result["psnr"] == result["psnr_masked"] == 100.0  # identical frames score the cap
+    assert result["ssim"] == pytest.approx(1.0) and result["ssim_masked"] == pytest.approx(1.0)
+    assert result["haarpsi"] == pytest.approx(1.0, abs=1e-6)
+    assert result["haarpsi_masked"] == pytest.approx(1.0, abs=1e-6)
+    assert all(v == 100.0 for v in result["psnr_by_label"].values())
+    # The frames are the real ones, so their flicker is reality's own.
+    assert result["warp_error"] == pytest.approx(result["warp_error_real"])
+    assert result["surface_consistency"] == pytest.approx(result["surface_consistency_real"])
+    assert result["n_frames"] == 8 and result["n_sequence_frames"] == 8
+    assert result["texture_psnr"] is None and "run directory" in result["absent"]["texture_psnr"]
+    assert "from a frames folder" in capsys.readouterr().out
+
+
+def test_eval_of_frames_without_sequences_scores_the_paired_split(data_root, tmp_path) -> None:
+    frames = tmp_path / "frames"
+    shutil.copytree(data_root / "test" / "real", frames / "test")
+    result = evaluate(frames, data_root, progress=False)
+    assert result["psnr"] == 100.0 and result["n_sequences"] == 0
+    assert result["warp_error"] is None and "sequences/" in result["absent"]["warp_error"]
+
+
+def test_eval_of_frames_errors_name_the_file(data_root, tmp_path) -> None:
+    frames = real_frames_folder(data_root, tmp_path / "frames")
+    (frames / "test" / "000003.png").unlink()
+    with pytest.raises(DatasetError, match=r"test: 1 of 8 frames missing \(first: 000003.png\)"):
+        evaluate(frames, data_root, progress=False)
+    small = np.zeros((32, 32, 3), np.uint8)
+    cv2.imwrite(str(frames / "test" / "000003.png"), small)
+    with pytest.raises(DatasetError, match=r"000003.png: frame is 32x32 \(HxW\) but the dataset's frames are 64x64"):
+        evaluate(frames, data_root, progress=False)
+    with pytest.raises(FileNotFoundError, match="neither a run directory .* nor a frames folder"):
+        evaluate(tmp_path / "empty", data_root, progress=False)
+
+
+def test_texture_recovery_of_the_run_and_of_perfect_textures(run_dir, data_root, monkeypatch) -> None:
+    result = evaluate(run_dir, data_root, device="cpu", progress=False, texture_resolution=64)
+    by_label = result["texture_psnr_by_label"]
+    assert list(by_label) == list(BenchmarkDataset.open(data_root).labels.names)
+    shown = [v for v in by_label.values() if v is not None]
+    assert shown and all(0 < v < 60 for v in shown), by_label  # two tiny epochs recover little
+    assert result["texture_psnr"] == pytest.approx(sum(shown) / len(shown), rel=1e-6)
+    assert "texture_psnr" not in result["absent"]
+    # A model whose textures are the hidden albedo itself scores the cap on every label it shows.
+    hidden = read_hidden_albedo(BenchmarkDataset.open(data_root), 64)
+    monkeypatch.setattr(Translator, "bake_textures", lambda self, resolution: hidden)
+    perfect = evaluate(run_dir, data_root, device="cpu", progress=False, texture_resolution=64)
+    assert perfect["texture_psnr"] == 100.0
+    assert [k for k, v in perfect["texture_psnr_by_label"].items() if v is None] == \
+        [k for k, v in by_label.items() if v is None]
+
+
+def test_datasets_without_hidden_textures_report_null(run_dir, data_root, tmp_path) -> None:
+    old = tmp_path / "old"
+    shutil.copytree(data_root, old, ignore=shutil.ignore_patterns("hidden"))
+    manifest = yaml.safe_load((old / "dataset.yaml").read_text())
+    del manifest["hidden"]
+    (old / "dataset.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    result = evaluate(run_dir, old, device="cpu", progress=False)
+    assert result["texture_psnr"] is None and all(v is None for v in result["texture_psnr_by_label"].values())
+    assert "make-dataset" in result["absent"]["texture_psnr"] and math.isfinite(result["psnr"])
+
+
+def test_hidden_albedo_is_where_the_uvs_say(data_root) -> None:
+    """Projected through the test G-buffers, the stored albedo looks like the real frames; with u and v swapped
+    (a layout mistake) it does not."""
+    dataset = BenchmarkDataset.open(data_root)
+    hidden = read_hidden_albedo(dataset, 128)
+    frames = dataset.uvl_frames("test")
+    gbuffer = GBuffer.cat([frames[i] for i in range(len(frames))])
+    real = torch.stack([dataset.photos("test")[i] for i in range(len(frames))])
+    mask = gbuffer.label > 0
+
+    def correlation(textures: torch.Tensor) -> float:
+        projected = sample_label_textures(textures, gbuffer.uv, gbuffer.label)
+        a, b = projected.permute(0, 2, 3, 1)[mask].flatten(), real.permute(0, 2, 3, 1)[mask].flatten()
+        return float(torch.corrcoef(torch.stack([a, b]))[0, 1])
+
+    right, swapped = correlation(hidden), correlation(hidden.transpose(2, 3))
+    assert right > 0.5 and right > swapped + 0.2, (right, swapped)
+
+
+def test_training_never_reads_the_hidden_textures(data_root, tmp_path) -> None:
+    """Train with the hidden folder gone, and with every Python-level access to it recorded."""
+    hidden, away = data_root / "hidden", tmp_path / "hidden_away"
+    touched: list[str] = []
+    watching = [True]
+
+    def audit(event: str, args: tuple) -> None:
+        if watching[0] and event in ("open", "os.listdir", "os.scandir") and args and "hidden" in str(args[0]):
+            touched.append(f"{event} {args[0]}")
+
+    sys.addaudithook(audit)  # hooks cannot be removed; this one goes quiet after the test
+    shutil.move(hidden, away)
+    try:
+        assert main(["train", "experiment=tiny", "logger=none", "trainer.enable_progress_bar=false",
+                     f"data.root={data_root}", f"hydra.run.dir={tmp_path / 'run'}", "+trainer.fast_dev_run=1"]) == 0
+    finally:
+        watching[0] = False
+        shutil.move(away, hidden)
+    assert not touched, touched

@@ -7,6 +7,8 @@ Examples::
     triton-s2r train experiment=tiny data.root=outputs/data/tiny hydra.run.dir=outputs/runs/tiny
     triton-s2r translate outputs/runs/tiny outputs/data/tiny --out outputs/videos/tiny.mp4 --side-by-side
     triton-s2r export-textures outputs/runs/tiny --out outputs/textures/tiny
+    triton-s2r eval outputs/runs/tiny outputs/data/tiny --out outputs/eval/tiny.json
+    triton-s2r downstream outputs/data/tiny --train-on real --out outputs/downstream/real.json
 """
 
 from __future__ import annotations
@@ -54,13 +56,30 @@ def _translate(args: argparse.Namespace) -> int:
 def _eval(args: argparse.Namespace) -> int:
     from triton_s2r.evaluate import evaluate, write_metrics
 
-    result = evaluate(args.run_dir, args.dataset_dir, split=args.split, checkpoint=args.checkpoint,
-                      device=args.device, batch_size=args.batch_size, grid_size=args.grid_size)
+    result = evaluate(args.source, args.dataset_dir, split=args.split, checkpoint=args.checkpoint,
+                      device=args.device, batch_size=args.batch_size, grid_size=args.grid_size,
+                      texture_resolution=args.texture_resolution)
     out = write_metrics(result, args.out)
-    shown = ("psnr", "psnr_masked", "ssim", "surface_consistency", "surface_consistency_real", "warp_error",
-             "warp_error_real")
+    shown = ("psnr", "psnr_masked", "ssim", "haarpsi", "haarpsi_masked", "texture_psnr", "surface_consistency",
+             "surface_consistency_real", "warp_error", "warp_error_real")
     print("  ".join(f"{k}={result[k]:.4f}" for k in shown if result[k] is not None))
-    print(f"wrote {out.resolve()} ({result['n_frames']} paired frames, {result['n_sequences']} sequences)")
+    print(f"wrote {out.resolve()} ({result['n_frames']} paired frames, {result['n_sequences']} sequences, "
+          f"from a {result['source']} folder)")
+    return 0
+
+
+def _downstream(args: argparse.Namespace) -> int:
+    from triton_s2r.downstream import downstream
+    from triton_s2r.evaluate import write_metrics
+
+    result = downstream(args.dataset_dir, args.train_on, seed=args.seed, train_frames=args.train_frames,
+                        steps=args.steps, batch_size=args.batch_size, input_size=args.input_size, device=args.device)
+    out = write_metrics(result, args.out)
+    print(f"joint_error_deg={result['joint_error_deg']:.2f}  object_position_error_cm="
+          f"{result['object_position_error_cm']:.2f}  (always the training mean: "
+          f"{result['joint_error_deg_mean_pose']:.2f} deg, {result['object_position_error_cm_mean_pose']:.2f} cm)")
+    print(f"wrote {out.resolve()} (trained on {result['n_train']} {args.train_on} images, tested on "
+          f"{result['n_test']} real frames, {result['device']})")
     return 0
 
 
@@ -210,22 +229,67 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser(
         "eval",
-        help="metrics of a trained run on a benchmark dataset (PSNR, SSIM, surface consistency, warp error)",
-        description="Translate the paired split and every video sequence of DATASET_DIR with RUN_DIR and write "
-        "metrics as JSON: psnr, ssim (whole frames, higher is better), psnr_masked, ssim_masked (objects and "
-        "robot only), psnr_by_label (void and each label), surface_consistency, warp_error and "
-        "warp_error_by_label (lower is better; the _real variants give the real frames' own level), n_frames, "
-        "and the dataset and checkpoint. FID, KID and LPIPS need pretrained weights and are reported as null. "
-        "Example: triton-s2r eval outputs/runs/demo outputs/data/small --out outputs/metrics.json",
+        help="metrics of a trained run, or of any translator's frames, on a benchmark dataset (PSNR, SSIM, "
+        "HaarPSI, surface consistency, warp error, texture recovery)",
+        description="Score SOURCE on DATASET_DIR and write metrics as JSON. SOURCE is a run directory (holds "
+        "config.yaml: the run translates the paired split and every video sequence) or a frames folder from any "
+        "translator, laid out like the dataset's real frames with the same names and size (SOURCE/test/000000.png, "
+        "SOURCE/sequences/seq_000/000000.png, ...; without sequences/ the consistency keys are null). Keys: psnr, "
+        "ssim, haarpsi (whole frames, higher is better; HaarPSI is a perceptual similarity in (0, 1] that blur "
+        "lowers), psnr_masked, ssim_masked, haarpsi_masked (objects and robot only), psnr_by_label (void and each "
+        "label), surface_consistency, warp_error and warp_error_by_label (lower is better; the _real variants give "
+        "the real frames' own level), texture_psnr and texture_psnr_by_label (runs only: learned textures against "
+        "the benchmark's hidden albedo after a per-label affine colour fit, over the texels the frames show), "
+        "n_frames, source, and the dataset and checkpoint. FID, KID and LPIPS need pretrained weights and are "
+        "reported as null; every null key has its reason under 'absent'. Examples: triton-s2r eval "
+        "outputs/runs/demo outputs/data/small --out outputs/metrics.json; triton-s2r eval cyclegan_frames "
+        "outputs/data/small --out outputs/cyclegan.json",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    _add_run_arguments(ev)
+    ev.add_argument("source", type=Path, help="run directory (config.yaml) or frames folder (test/000000.png, ...)")
+    ev.add_argument("--checkpoint", default=None,
+                    help="run only: checkpoint file or name in RUN_DIR/checkpoints (default: last.ckpt)")
+    ev.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:N")
     ev.add_argument("dataset_dir", type=Path, help="benchmark dataset folder (dataset.yaml)")
     ev.add_argument("--out", type=Path, required=True, help="metrics JSON file")
-    ev.add_argument("--split", default="test", help="paired split for PSNR and SSIM")
+    ev.add_argument("--split", default="test", help="paired split for PSNR, SSIM and HaarPSI")
     ev.add_argument("--batch-size", type=int, default=16, help="frames per model call")
     ev.add_argument("--grid-size", type=int, default=128, help="UV grid texels per side for the consistency metrics")
+    ev.add_argument("--texture-resolution", type=int, default=256,
+                    help="texels per side at which learned and hidden textures are compared")
     ev.set_defaults(func=_eval)
+
+    down = sub.add_parser(
+        "downstream",
+        help="the paper's pose experiment: train a small CNN on a source's images, test it on the real frames",
+        description="Train a small randomly initialised CNN to regress the arm's 7 joint angles and the objects' "
+        "table positions from one image, on TRAIN_ON's images of the train_real states, and test it on the real "
+        "frames of the paired test split (and of the sequences). TRAIN_ON: real (train_real's real frames: the "
+        "ceiling), sim (the raw UVL visualisation of the same states: the floor), a run directory (its "
+        "translations of those states' UVL frames), texture:RUN_DIR (its texture projection), or a frames folder "
+        "holding train_real/000000.png, ... (any translator's outputs of train_real's UVL frames). Every source "
+        "gets the same states. JSON keys: joint_error_deg (per test frame the root of the summed squared joint "
+        "errors in degrees, averaged), object_position_error_cm (mean distance of predicted and true table "
+        "positions), the same with _sequences, with _mean_pose (always predicting the training mean) and with "
+        "_train_states (the real frames of the training states: only the domain gap, no generalisation), "
+        "train_on, n_train, n_test, seed, steps. Seeded and deterministic on one device. Example: triton-s2r "
+        "downstream outputs/data/small --train-on outputs/runs/demo --out outputs/downstream/demo.json",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    down.add_argument("dataset_dir", type=Path, help="benchmark dataset folder (dataset.yaml)")
+    down.add_argument("--train-on", required=True, metavar="SOURCE",
+                      help="real, sim, a run directory, texture:RUN_DIR or a frames folder")
+    down.add_argument("--out", type=Path, required=True, help="result JSON file")
+    down.add_argument("--seed", type=int, default=0, help="network initialisation and batch order")
+    down.add_argument("--train-frames", type=int, default=None,
+                      help="training images (default: as many as train_real has; more adds train_sim states for "
+                      "sim and runs)")
+    down.add_argument("--steps", type=int, default=1000, help="optimiser steps")
+    down.add_argument("--batch-size", type=int, default=32, help="images per step")
+    down.add_argument("--input-size", type=int, default=64, help="images are resized to this square size (a multiple "
+                      "of 16)")
+    down.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:N")
+    down.set_defaults(func=_downstream)
 
     make = sub.add_parser(
         "make-dataset",

@@ -1,15 +1,26 @@
-"""``triton-s2r eval``: fidelity and flicker of a trained run on a benchmark dataset, with no downloaded weights.
+"""``triton-s2r eval``: fidelity, perceptual similarity, flicker and texture recovery, with no downloaded weights.
 
-Fidelity on the paired split (translation vs the path-traced real frame of the same state): PSNR and SSIM,
-over whole frames and over objects and robot only (no table, no void: the paper's "masked" columns), and
-PSNR per label (``psnr_by_label``, void included: where fidelity is won or lost).
+The frames scored come from a run (``eval RUN_DIR DATASET``: the run translates the dataset's UVL frames) or
+from any translator (``eval FRAMES_DIR DATASET``: a folder laid out like the dataset's real frames,
+``FRAMES_DIR/test/000000.png``, ``FRAMES_DIR/sequences/seq_000/000000.png``, ..., e.g. CycleGAN, CUT or
+video-diffusion outputs of the same UVL frames). A run directory holds ``config.yaml``; a frames folder holds
+the paired split's folder (``test/``).
+
+Fidelity on the paired split (frame vs the path-traced real frame of the same state): PSNR and SSIM, over
+whole frames and over objects and robot only (no table, no void: the paper's "masked" columns), PSNR per
+label (``psnr_by_label``, void included: where fidelity is won or lost), and HaarPSI (``triton_s2r.haarpsi``),
+a perceptual similarity that blur cannot fool, whole frame (``haarpsi``) and objects and robot only
+(``haarpsi_masked``: outside the mask the frame is replaced by the real one and the pooling counts mask
+pixels only).
 Consistency on every video sequence: surface consistency (per-texel colour spread across the frames that
 see the texel, in UV space) and warp error (colour change between consecutive frames at pixels that see
 the same surface point, from the exact label and UV correspondence), each also for the real frames: reality's
 own level from lighting and shading, the level to reach. See ``triton_s2r.metrics`` for the definitions.
+Texture recovery (runs only): each label's learned texture against the benchmark's hidden albedo after a
+per-label affine colour fit, ``texture_psnr`` and ``texture_psnr_by_label`` (``triton_s2r.texture_recovery``).
 
 FID, KID and LPIPS need pretrained network weights, which nothing here downloads; they are reported as
-absent (``null``) with the reason.
+absent (``null``) with the reason, as is every other key that does not apply (under ``absent``).
 """
 
 from __future__ import annotations
@@ -17,33 +28,107 @@ from __future__ import annotations
 import datetime
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 from torch import Tensor
 from tqdm import tqdm
 
-from triton_s2r import metrics
-from triton_s2r.datasets import BenchmarkDataset
+from triton_s2r import metrics, texture_recovery
+from triton_s2r.datasets import PHOTO_SUFFIXES, BenchmarkDataset, DatasetError, read_photo
 from triton_s2r.render.gbuffer import GBuffer
-from triton_s2r.translator import Translator
+from triton_s2r.translator import CONFIG_NAME, Translator
 from triton_s2r.utils.files import atomic_write
 
 ABSENT = "needs pretrained network weights, which triton_s2r never downloads; not computed"
+NO_TEXTURE = "a frames folder has no learned texture; texture recovery needs a run directory"
+NO_SEQUENCES = "the frames folder has no sequences/ folder; translate the dataset's sequences for these"
+#: Frames per HaarPSI call (it works in float64): bounds memory on the full preset.
+_HAARPSI_CHUNK = 16
+
+#: Frames of one split, given its G-buffers (a batch) and their indices: (n, 3, H, W) float32 in [0, 1], CPU.
+FrameSource = Callable[[str, GBuffer, range], Tensor]
 
 
-def _translate(translator: Translator, dataset: BenchmarkDataset, split: str, batch_size: int,
-               progress: bool) -> tuple[Tensor, GBuffer, Tensor]:
-    """Translations (N, 3, H, W) in [0, 1], G-buffers and real frames (N, 3, H, W) of a paired split (CPU)."""
-    frames, photos = dataset.uvl_frames(split), dataset.photos(split)
-    translations, gbuffers, reals = [], [], []
-    for start in tqdm(range(0, len(frames), batch_size), desc=f"eval {split}", disable=not progress):
-        idx = range(start, min(start + batch_size, len(frames)))
-        gbuffer = GBuffer.cat([frames[i] for i in idx])
-        translations.append(translator(gbuffer).translation.cpu())
+def source_kind(source: Path, split: str) -> str:
+    """``"run"`` (``config.yaml`` inside) or ``"frames"`` (a ``split`` folder inside); else a clear error."""
+    if (source / CONFIG_NAME).is_file():
+        return "run"
+    if (source / split).is_dir():
+        return "frames"
+    raise FileNotFoundError(f"{source}: neither a run directory (no {CONFIG_NAME}, which `triton-s2r train` writes) "
+                            f"nor a frames folder (no {split}/ with frames named like the dataset's real frames, "
+                            f"{split}/000000.png, ...)")
+
+
+def frame_file(folder: Path, index: int) -> Path | None:
+    """The image of frame ``index`` in ``folder`` (``NNNNNN`` with a PNG or JPEG suffix), None if absent."""
+    return next((p for p in (folder / f"{index:06d}{suffix}" for suffix in PHOTO_SUFFIXES) if p.is_file()), None)
+
+
+def run_frames(translator: Translator) -> FrameSource:
+    """The run's translations of each batch of G-buffers."""
+
+    def translate(_: str, gbuffer: GBuffer, __: range) -> Tensor:
+        return translator(gbuffer).translation.cpu()
+
+    return translate
+
+
+def folder_frames(frames_dir: Path, dataset: BenchmarkDataset) -> FrameSource:
+    """Read a translator's frames from ``frames_dir/<split>/NNNNNN.png``, checking names and sizes."""
+    size = dataset.resolution
+
+    def read(split: str, _: GBuffer, indices: range) -> Tensor:
+        images = []
+        for i in indices:
+            path = frame_file(frames_dir / split, i)
+            if path is None:
+                raise DatasetError(f"{frames_dir / split / f'{i:06d}.png'}: frame missing; a frames folder holds one "
+                                   f"image per real frame of {dataset.root / split / 'real'}, with the same names")
+            image = read_photo(path)
+            if tuple(image.shape[1:]) != size:
+                raise DatasetError(f"{path}: frame is {image.shape[1]}x{image.shape[2]} (HxW) but the dataset's frames "
+                                   f"are {size[0]}x{size[1]}; translate at the dataset's resolution or resize the "
+                                   f"frames to it")
+            images.append(image)
+        return torch.stack(images)
+
+    return read
+
+
+def _check_frames_folder(frames_dir: Path, dataset: BenchmarkDataset, splits: list[str]) -> None:
+    """Raise naming the first missing frame and how many are missing, before any scoring."""
+    for split in splits:
+        count = dataset.splits[split]["frames"]
+        missing = [i for i in range(count) if frame_file(frames_dir / split, i) is None]
+        if missing:
+            raise DatasetError(f"{frames_dir / split}: {len(missing)} of {count} frames missing (first: "
+                               f"{missing[0]:06d}.png); a frames folder holds one image per real frame of "
+                               f"{dataset.root / split / 'real'}, with the same names")
+
+
+def _load_split(source: FrameSource, dataset: BenchmarkDataset, split: str, batch_size: int,
+                progress: bool) -> tuple[Tensor, GBuffer, Tensor]:
+    """Scored frames (N, 3, H, W) in [0, 1], G-buffers and real frames (N, 3, H, W) of a paired split (CPU)."""
+    uvl, photos = dataset.uvl_frames(split), dataset.photos(split)
+    frames, gbuffers, reals = [], [], []
+    for start in tqdm(range(0, len(uvl), batch_size), desc=f"eval {split}", disable=not progress):
+        idx = range(start, min(start + batch_size, len(uvl)))
+        gbuffer = GBuffer.cat([uvl[i] for i in idx])
+        frames.append(source(split, gbuffer, idx))
         gbuffers.append(gbuffer)
         reals.append(torch.stack([photos[i] for i in idx]))
-    return torch.cat(translations), GBuffer.cat(gbuffers), torch.cat(reals)
+    return torch.cat(frames), GBuffer.cat(gbuffers), torch.cat(reals)
+
+
+def _haarpsi(frames: Tensor, real: Tensor, mask: Tensor | None = None) -> float:
+    """Mean HaarPSI over frames, computed in chunks."""
+    values = [metrics.haarpsi(frames[i:i + _HAARPSI_CHUNK], real[i:i + _HAARPSI_CHUNK],
+                              mask=None if mask is None else mask[i:i + _HAARPSI_CHUNK], reduction="none")
+              for i in range(0, frames.shape[0], _HAARPSI_CHUNK)]
+    return float(torch.cat(values).mean())
 
 
 def _psnr_by_label(translation: Tensor, real: Tensor, label: Tensor, names: list[str]) -> dict[str, float | None]:
@@ -66,8 +151,23 @@ def _mean_by_label(values: list[Tensor], names: list[str]) -> dict[str, float | 
     return {name: float(m) if s else None for name, m, s in zip(names, mean, seen.any(0), strict=True)}
 
 
+def _texture_recovery(translator: Translator, dataset: BenchmarkDataset, gbuffer: GBuffer,
+                      resolution: int) -> tuple[float | None, dict[str, float | None], str | None]:
+    """(texture_psnr, texture_psnr_by_label, why it is null or None) of a run's learned textures."""
+    names = list(dataset.labels.names)
+    hidden = texture_recovery.read_hidden_albedo(dataset, resolution)
+    if hidden is None:
+        return None, {name: None for name in names}, texture_recovery.NO_HIDDEN
+    learned = translator.bake_textures(resolution).cpu()
+    seen = texture_recovery.seen_texels(gbuffer, translator.num_labels, resolution)
+    by_label = texture_recovery.texture_psnr(learned, hidden, seen)
+    result = {name: None if value.isnan() else float(value) for name, value in zip(names, by_label, strict=True)}
+    shown = by_label[~by_label.isnan()]
+    return (float(shown.mean()) if shown.numel() else None), result, None
+
+
 def evaluate(
-    run_dir: str | os.PathLike,
+    source: str | os.PathLike,
     dataset_dir: str | os.PathLike,
     *,
     split: str = "test",
@@ -75,34 +175,55 @@ def evaluate(
     device: str = "auto",
     batch_size: int = 16,
     grid_size: int = 128,
+    texture_resolution: int = 256,
     progress: bool = True,
 ) -> dict:
-    """Compute the metrics of a run on a dataset.
+    """Compute the metrics of a run, or of a folder of translated frames, on a dataset.
 
     Args:
-        run_dir: run written by ``triton-s2r train``.
+        source: run written by ``triton-s2r train`` (holds ``config.yaml``), or a frames folder laid out like
+            the dataset's real frames (``<split>/NNNNNN.png``, ``sequences/seq_NNN/NNNNNN.png``; PNG or JPEG,
+            the dataset's resolution).
         dataset_dir: benchmark dataset (its ``split`` must hold both uvl/ and real/ frames).
-        split: the paired split for PSNR/SSIM.
-        checkpoint: checkpoint name or file (default: the last).
-        device: ``auto``, ``cpu``, ``cuda``, ``cuda:N``.
+        split: the paired split for PSNR, SSIM and HaarPSI.
+        checkpoint: checkpoint name or file of a run (default: the last).
+        device: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` (runs).
         batch_size: frames per model call.
         grid_size: texels per side of the UV grids of the consistency metrics.
+        texture_resolution: texels per side at which learned and hidden textures are compared.
         progress: show progress bars.
 
     Returns:
-        The metrics (floats) and where they came from; see the module docstring.
+        The metrics (floats, None where they do not apply, with the reason under ``absent``) and where they
+        came from; see the module docstring.
+
+    Raises:
+        FileNotFoundError: ``source`` is neither a run directory nor a frames folder.
+        DatasetError: a frames folder misses frames or holds frames of the wrong size.
     """
-    translator = Translator.from_run_dir(run_dir, checkpoint=checkpoint, device=device)
+    source = Path(source)
     dataset = BenchmarkDataset.open(dataset_dir)
     if not dataset.is_paired(split):
         raise ValueError(f"{dataset.root}: split {split!r} is not a paired split (uvl/ and real/); "
                          f"paired splits: {[s for s in dataset.splits if dataset.is_paired(s)]}")
-    if dataset.labels.num_labels != translator.num_labels:
-        raise ValueError(f"{dataset.root} has {dataset.labels.num_labels} labels but the run's model "
-                         f"{translator.num_labels}: evaluate on the dataset the run was trained for")
+    kind = source_kind(source, split)
+    sequences = sorted(s for s in dataset.splits if s.startswith("sequences/"))
+    absent = {"fid": ABSENT, "kid": ABSENT, "lpips": ABSENT}
+    translator = None
+    if kind == "run":
+        translator = Translator.from_run_dir(source, checkpoint=checkpoint, device=device)
+        if dataset.labels.num_labels != translator.num_labels:
+            raise ValueError(f"{dataset.root} has {dataset.labels.num_labels} labels but the run's model "
+                             f"{translator.num_labels}: evaluate on the dataset the run was trained for")
+        frame_source = run_frames(translator)
+    else:
+        if not (source / "sequences").is_dir():
+            sequences = []
+        _check_frames_folder(source, dataset, [split, *sequences])
+        frame_source = folder_frames(source, dataset)
     exclude = [dataset.labels.id_of("table")] if "table" in dataset.labels.names else []
 
-    translation, gbuffer, real = _translate(translator, dataset, split, batch_size, progress)
+    translation, gbuffer, real = _load_split(frame_source, dataset, split, batch_size, progress)
     objects = metrics.object_mask(gbuffer.label, exclude=exclude)
     keep = objects.flatten(1).any(1)  # frames with no object pixel have no masked score
     result = {
@@ -110,35 +231,54 @@ def evaluate(
         "ssim": float(metrics.ssim(translation, real)),
         "psnr_masked": float(metrics.psnr(translation[keep], real[keep], mask=objects[keep])),
         "ssim_masked": float(metrics.ssim(translation[keep], real[keep], mask=objects[keep])),
+        "haarpsi": _haarpsi(translation, real),
+        "haarpsi_masked": _haarpsi(translation[keep], real[keep], objects[keep]),
         "psnr_by_label": _psnr_by_label(translation, real, gbuffer.label, ["void", *dataset.labels.names]),
         "n_frames": int(translation.shape[0]),
     }
 
-    sequences = sorted(s for s in dataset.splits if s.startswith("sequences/"))
     consistency = {"surface_consistency": [], "surface_consistency_real": [], "warp_error": [], "warp_error_real": []}
     warp_by_label = {"": [], "_real": []}  # per sequence: (K,) with NaN where a label is not counted
     n_sequence_frames = 0
+    gbuffers_seen = [gbuffer]
+    num_labels = dataset.labels.num_labels
     for name in sequences:
-        frames, g, photos = _translate(translator, dataset, name, batch_size, progress)
+        frames, g, photos = _load_split(frame_source, dataset, name, batch_size, progress)
         n_sequence_frames += frames.shape[0]
+        gbuffers_seen.append(g)
         for key, images in (("", frames), ("_real", photos)):
             consistency[f"surface_consistency{key}"].append(
-                float(metrics.surface_consistency(images, g, translator.num_labels, grid_size)))
+                float(metrics.surface_consistency(images, g, num_labels, grid_size)))
             consistency[f"warp_error{key}"].append(float(metrics.warp_error(images, g, grid_size)))
-            warp_by_label[key].append(metrics.warp_error_by_label(images, g, translator.num_labels, grid_size))
+            warp_by_label[key].append(metrics.warp_error_by_label(images, g, num_labels, grid_size))
     result.update({k: sum(v) / len(v) if v else None for k, v in consistency.items()})
     for key, values in warp_by_label.items():
         result[f"warp_error_by_label{key}"] = _mean_by_label(values, dataset.labels.names)
+    if kind == "frames" and not sequences and any(s.startswith("sequences/") for s in dataset.splits):
+        absent.update({k: NO_SEQUENCES for k in consistency})
+
+    if translator is not None:
+        texture_psnr, texture_by_label, why = _texture_recovery(translator, dataset, GBuffer.cat(gbuffers_seen),
+                                                                texture_resolution)
+    else:
+        texture_psnr, texture_by_label, why = None, {name: None for name in dataset.labels.names}, NO_TEXTURE
+    if why:
+        absent["texture_psnr"] = why
     result.update({
+        "texture_psnr": texture_psnr,
+        "texture_psnr_by_label": texture_by_label,
         "n_sequences": len(sequences),
         "n_sequence_frames": n_sequence_frames,
         "fid": None, "kid": None, "lpips": None,
-        "absent": {"fid": ABSENT, "kid": ABSENT, "lpips": ABSENT},
+        "absent": absent,
+        "source": kind,
         "dataset": str(Path(dataset_dir).resolve()),
         "split": split,
-        "run_dir": str(Path(run_dir).resolve()),
-        "checkpoint": checkpoint or "last",
+        "run_dir": str(source.resolve()) if kind == "run" else None,
+        "frames_dir": str(source.resolve()) if kind == "frames" else None,
+        "checkpoint": (checkpoint or "last") if kind == "run" else None,
         "grid_size": grid_size,
+        "texture_resolution": texture_resolution,
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
     })
     return result

@@ -7,6 +7,7 @@ Layout (format version 1, documented in data/README.md)::
     DIR/<split>/states.npz            per-frame object poses, cameras, joints
     DIR/<split>/uvl/NNNNNN.png        sim frames, reference TRITON UVL format (16-bit PNG or EXR)
     DIR/<split>/real/NNNNNN.png       "real" frames (8-bit RGB), path traced with hidden appearance
+    DIR/hidden/albedo/<label>.png     the hidden albedo per label, for eval only (``benchmark/hidden.py``)
 
 Splits: ``train_sim`` (UVL only) and ``train_real`` come from independent states (unpaired; train_real's UVL
 frames are there for the paired oracle baseline only);
@@ -30,6 +31,7 @@ import yaml
 from tqdm import tqdm
 
 from triton_s2r import __version__
+from triton_s2r.benchmark.hidden import HIDDEN_MANIFEST, write_hidden_albedo
 from triton_s2r.benchmark.robot import Panda
 from triton_s2r.benchmark.tabletop import build_scene, frame_state, sample_clips, sample_states, sample_trajectory
 from triton_s2r.datasets import BenchmarkDataset
@@ -166,6 +168,7 @@ def make_dataset(
         from triton_s2r.benchmark.real import render_real
 
         appearance = make_appearance(scene, seed=seed)
+        write_hidden_albedo(root, scene.labels, appearance)  # for eval's texture recovery only
     for split_index, split in enumerate(splits):
         todo = [i for i in range(split.state.batch_size) if i % count == index]
         uvl_dir, real_dir = root / split.name / "uvl", root / split.name / "real"
@@ -259,6 +262,7 @@ def _write_manifest(root: Path, scene: Scene, p: Preset, build: dict, splits: li
         "splits": {s.name: {"frames": s.state.batch_size, "sim": s.sim, "real": s.real,
                             **({"clip_frames": s.clip_frames} if s.clip_frames > 1 else {})} for s in splits},
         "render": {"spp": p.spp, **asdict(p)},
+        **({"hidden": HIDDEN_MANIFEST} if any(s.real for s in splits) else {}),
         "provenance": {
             "generator": f"triton_s2r {__version__} (triton-s2r make-dataset)",
             "created": datetime.date.today().isoformat(),

@@ -1,0 +1,131 @@
+"""Texture recovery: how close each label's learned texture is to the benchmark's hidden albedo.
+
+Only a benchmark that knows the truth can measure it: ``make-dataset`` stores the albedo the "real" frames
+were rendered with (``triton_s2r.benchmark.hidden``). This is what ``export-textures`` promises a simulator
+user: textures that look like the real surfaces.
+
+Definition (``texture_psnr``), per label l:
+
+1. Both textures at R x R in the model's layout (rows u, columns v): the learned one baked
+   (``Translator.bake_textures``), the hidden one area-resampled from its image.
+2. Only texels that some frame shows count: those hit by a pixel of label l (texel of its UV) in the
+   G-buffers given (``seen_texels``; eval passes the paired split and the sequences). Surfaces no camera
+   sees (under the table, a block's bottom) have no right answer to learn.
+3. A per-label affine colour map (3 x 3 matrix and offset, 12 numbers) fitted by least squares over those
+   texels maps learned to hidden colours, and its output is clamped to [0, 1]. The learned texture feeds a
+   generator, so its colours need only be an affine function of the true ones: the fit forgives a global
+   colour transform (white balance, exposure, channel mixing) but nothing spatial, so blurred or missing
+   detail still costs.
+4. PSNR = 10 log10(1 / MSE) over the seen texels and RGB channels, capped at 100 dB (a perfect texture).
+
+``texture_psnr`` in eval's JSON is the mean over the labels that have seen texels.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import torch
+from torch import Tensor
+
+from triton_s2r.benchmark.hidden import albedo_path
+from triton_s2r.datasets import BenchmarkDataset, DatasetError, read_photo
+from triton_s2r.render.gbuffer import GBuffer
+
+MAX_PSNR = 100.0
+#: Why ``texture_psnr`` is null for a dataset without the hidden textures.
+NO_HIDDEN = ("the dataset has no hidden albedo textures (built before they were stored); rebuild it with "
+             "`triton-s2r make-dataset` to score texture recovery")
+
+
+def read_hidden_albedo(dataset: BenchmarkDataset, resolution: int) -> Tensor | None:
+    """The hidden albedo of every label, resampled to the model's texture layout.
+
+    Args:
+        dataset: a benchmark dataset.
+        resolution: R, texels per side.
+
+    Returns:
+        (K, 3, R, R) float32 in [0, 1], entry l - 1 for label l, rows following u and columns v (as
+        ``Translator.bake_textures``); None when the dataset has none (``dataset.yaml`` has no ``hidden``).
+
+    Raises:
+        DatasetError: the manifest lists them but a file is missing or unreadable.
+    """
+    if "hidden" not in dataset.manifest:
+        return None
+    textures = []
+    for name in dataset.labels.names:
+        path = albedo_path(dataset.root, name)
+        if not path.is_file():
+            raise DatasetError(f"{path}: hidden albedo listed in {dataset.root / 'dataset.yaml'} but missing; rerun "
+                               f"`triton-s2r make-dataset` with the same arguments to write it")
+        image = read_photo(path).permute(1, 2, 0).numpy()  # (H, W, 3), row 0 = v 1, column = u
+        image = cv2.resize(image, (resolution, resolution), interpolation=cv2.INTER_AREA)
+        # Image rows run down from v = 1: flip them so the index grows with v, then put u on the rows.
+        textures.append(torch.from_numpy(np.ascontiguousarray(image[::-1].transpose(1, 0, 2))).permute(2, 0, 1))
+    return torch.stack(textures).clamp(0, 1)
+
+
+def seen_texels(gbuffer: GBuffer, num_labels: int, resolution: int) -> Tensor:
+    """Texels that some pixel shows: the texel containing each non-void pixel's UV, per label.
+
+    Args:
+        gbuffer: frames with ``uv`` (B, 2, H, W) in [0, 1] and ``label`` (B, H, W) in 0..K.
+        num_labels: K.
+        resolution: R, texels per side.
+
+    Returns:
+        (K, R, R) bool in the model's layout (rows u, columns v).
+    """
+    label = gbuffer.label.flatten()
+    shown = label > 0
+    row = (gbuffer.uv[:, 0].flatten()[shown] * resolution).long().clamp(0, resolution - 1)
+    col = (gbuffer.uv[:, 1].flatten()[shown] * resolution).long().clamp(0, resolution - 1)
+    index = (label[shown] - 1) * resolution * resolution + row * resolution + col
+    counts = torch.bincount(index, minlength=num_labels * resolution * resolution)
+    return (counts > 0).view(num_labels, resolution, resolution)
+
+
+def affine_colour_fit(learned: Tensor, hidden: Tensor) -> Tensor:
+    """The least-squares affine map of ``learned`` colours onto ``hidden`` ones, applied and clamped.
+
+    Args:
+        learned: (N, 3) float colours.
+        hidden: (N, 3) float colours in [0, 1], the targets.
+
+    Returns:
+        (N, 3) float32 in [0, 1]: ``clamp([learned, 1] @ A)`` with the 4 x 3 ``A`` minimising
+        ``||[learned, 1] @ A - hidden||²`` (minimum-norm solution when ``learned`` is degenerate, e.g.
+        constant: then the fit is the mean hidden colour).
+    """
+    design = torch.cat([learned.double(), torch.ones_like(learned[:, :1], dtype=torch.float64)], dim=1)
+    solution = torch.linalg.lstsq(design, hidden.double(), driver="gelsd").solution  # (4, 3)
+    return (design @ solution).clamp(0, 1).float()
+
+
+def texture_psnr(learned: Tensor, hidden: Tensor, seen: Tensor) -> Tensor:
+    """Per-label PSNR of the learned texture against the hidden albedo, after the affine colour fit.
+
+    Args:
+        learned: (K, 3, R, R) float in [0, 1], rows u, columns v (``Translator.bake_textures``).
+        hidden: (K, 3, R, R) float in [0, 1], same layout (``read_hidden_albedo``).
+        seen: (K, R, R) bool, the texels that count (``seen_texels``).
+
+    Returns:
+        (K,) float32 dB in [0, 100]; NaN for labels with no seen texel.
+    """
+    if learned.shape != hidden.shape or learned.shape[1] != 3 or seen.shape != (learned.shape[0], *learned.shape[2:]):
+        raise ValueError(f"texture_psnr: learned {tuple(learned.shape)} and hidden {tuple(hidden.shape)} must both be "
+                         f"(K, 3, R, R), seen (K, R, R), got {tuple(seen.shape)}")
+    values = []
+    for label in range(learned.shape[0]):
+        mask = seen[label]
+        if not mask.any():
+            values.append(float("nan"))
+            continue
+        target = hidden[label].permute(1, 2, 0)[mask].double()  # (N, 3)
+        fitted = affine_colour_fit(learned[label].permute(1, 2, 0)[mask], target).double()
+        mse = (fitted - target).pow(2).mean()
+        values.append(min(MAX_PSNR, float(10 * torch.log10(1 / mse))) if mse > 0 else MAX_PSNR)
+    return torch.tensor(values, dtype=torch.float32)
