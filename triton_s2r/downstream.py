@@ -52,7 +52,8 @@ from triton_s2r.datasets import BenchmarkDataset, DatasetError, read_photo
 from triton_s2r.evaluate import frame_file
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.preview import preview_image
-from triton_s2r.translator import CONFIG_NAME, Translator, resolve_device
+from triton_s2r.run_dir import CONFIG, RunDir
+from triton_s2r.translator import Translator, resolve_device
 
 #: Sources named by a word; anything else is a run directory or a frames folder.
 NAMED_SOURCES = ("real", "sim")
@@ -153,7 +154,7 @@ def source_images(source: str, dataset: BenchmarkDataset, split: str, count: int
                     for g in _uvl_batches(dataset, split, count)]
         return _resize(torch.cat(previews), size)
     path = Path(source.removeprefix(TEXTURE_PREFIX))
-    if (path / CONFIG_NAME).is_file():
+    if RunDir(path).config_path.is_file():
         translator = Translator.from_run_dir(path, device=device)
         if translator.num_labels != dataset.labels.num_labels:
             raise ValueError(f"run {path} has {translator.num_labels} labels but {dataset.root} has "
@@ -168,7 +169,7 @@ def source_images(source: str, dataset: BenchmarkDataset, split: str, count: int
                                f"image per UVL frame of {dataset.root / split / 'uvl'}, with the same names")
         return _resize(torch.stack([read_photo(f) for f in files]), size)
     raise FileNotFoundError(f"--train-on {source!r}: not one of {', '.join(NAMED_SOURCES)}, a run directory "
-                            f"({CONFIG_NAME} inside; texture:RUN_DIR for its texture projection) or a frames folder "
+                            f"({CONFIG} inside; texture:RUN_DIR for its texture projection) or a frames folder "
                             f"({split}/000000.png, ...)")
 
 

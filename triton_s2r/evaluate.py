@@ -38,7 +38,8 @@ from tqdm import tqdm
 from triton_s2r import metrics, texture_recovery
 from triton_s2r.datasets import PHOTO_SUFFIXES, BenchmarkDataset, DatasetError, read_photo
 from triton_s2r.render.gbuffer import GBuffer
-from triton_s2r.translator import CONFIG_NAME, Translator
+from triton_s2r.run_dir import CONFIG, RunDir
+from triton_s2r.translator import Translator
 from triton_s2r.utils.files import atomic_write
 
 ABSENT = "needs pretrained network weights, which triton_s2r never downloads; not computed"
@@ -53,11 +54,11 @@ FrameSource = Callable[[str, GBuffer, range], Tensor]
 
 def source_kind(source: Path, split: str) -> str:
     """``"run"`` (``config.yaml`` inside) or ``"frames"`` (a ``split`` folder inside); else a clear error."""
-    if (source / CONFIG_NAME).is_file():
+    if RunDir(source).config_path.is_file():
         return "run"
     if (source / split).is_dir():
         return "frames"
-    raise FileNotFoundError(f"{source}: neither a run directory (no {CONFIG_NAME}, which `triton-s2r train` writes) "
+    raise FileNotFoundError(f"{source}: neither a run directory (no {CONFIG}, which `triton-s2r train` writes) "
                             f"nor a frames folder (no {split}/ with frames named like the dataset's real frames, "
                             f"{split}/000000.png, ...)")
 
