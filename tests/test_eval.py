@@ -55,7 +55,7 @@ def test_eval_writes_every_metric(run_dir, data_root, tmp_path, capsys) -> None:
 
 def test_demo_wrote_its_evaluation(demo_out) -> None:
     result = json.loads((demo_out / "eval" / "tiny.json").read_text())
-    assert math.isfinite(result["psnr"]) and result["checkpoint"].endswith("epoch0001.ckpt")
+    assert math.isfinite(result["psnr"]) and result["checkpoint"].endswith("last.ckpt")
 
 
 def test_eval_refuses_unpaired_split(run_dir, data_root, tmp_path) -> None:

@@ -34,6 +34,10 @@ NOT_COMPARED = ("resume", "num_labels", "checkpoints", "logger", "trainer.defaul
                 "trainer.enable_progress_bar", "data.num_workers")
 
 
+#: Keys holding paths: the same folder by another name (relative, through a link) is no difference.
+PATH_KEYS = ("data.root", "data.sim_dir", "data.real_dir")
+
+
 class ConfigError(ValueError):
     """A config value that cannot work; the message names the key and what it must be."""
 
@@ -105,7 +109,8 @@ def _flat(node, prefix: str = "") -> dict[str, object]:
 def config_diff(saved: DictConfig, new: DictConfig) -> list[str]:
     """The keys whose values differ between two resolved training configs, as ``key: saved -> new`` lines.
 
-    Keys under ``NOT_COMPARED`` (where to log, how many loader processes, ...) are skipped.
+    Keys under ``NOT_COMPARED`` (where to log, how many loader processes, ...) are skipped; ``PATH_KEYS``
+    are compared as resolved paths.
     """
     new = new.copy()
     if OmegaConf.is_missing(new, "num_labels"):  # filled in from the data later; other keys interpolate it
@@ -113,6 +118,10 @@ def config_diff(saved: DictConfig, new: DictConfig) -> list[str]:
             new.num_labels = saved.get("num_labels")
     a = _flat(OmegaConf.to_container(saved, resolve=True, throw_on_missing=False))
     b = _flat(OmegaConf.to_container(new, resolve=True, throw_on_missing=False))
+    for flat in (a, b):
+        for key in PATH_KEYS:
+            if isinstance(flat.get(key), str):
+                flat[key] = str(Path(flat[key]).resolve())
     lines = []
     for key in sorted(a.keys() | b.keys()):
         if any(key == skip or key.startswith(f"{skip}.") for skip in NOT_COMPARED):
