@@ -32,8 +32,6 @@ _ALLOWED_HYDRA_KEYS = frozenset({"_target_", "_convert_", "_recursive_"})
 #: Keys that do not change what a run trains: a rerun may differ in them (``config_diff`` skips them).
 NOT_COMPARED = ("resume", "num_labels", "checkpoints", "logger", "trainer.default_root_dir",
                 "trainer.enable_progress_bar", "data.num_workers")
-
-
 #: Keys holding paths: the same folder by another name (relative, through a link) is no difference.
 PATH_KEYS = ("data.root", "data.sim_dir", "data.real_dir")
 
