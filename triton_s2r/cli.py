@@ -134,12 +134,14 @@ def _make_dataset(args: argparse.Namespace) -> int:
 BACKEND_CHOICES = ["auto", "embree", "nvdiffrast"]  # triton_s2r.render.BACKENDS, without importing torch for --help
 
 
-def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """RUN_DIR, --checkpoint and --device: how translate, export-textures and eval pick a trained model."""
-    parser.add_argument("run_dir", type=Path, help="run directory written by `triton-s2r train`")
+def _add_run_arguments(parser: argparse.ArgumentParser, name: str = "run_dir",
+                       help: str = "run directory written by `triton-s2r train`", only: str = "") -> None:
+    """The positional ``name``, --checkpoint and --device: how translate, export-textures and eval pick a trained
+    model (``only``: a prefix for the options' help where the positional need not be a run)."""
+    parser.add_argument(name, type=Path, help=help)
     parser.add_argument("--checkpoint", default=None,
-                        help="checkpoint file or name in RUN_DIR/checkpoints (default: last.ckpt)")
-    parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:N")
+                        help=f"{only}checkpoint file or name in RUN_DIR/checkpoints (default: last.ckpt)")
+    parser.add_argument("--device", default="auto", help=f"{only}auto (CUDA if available), cpu, cuda, cuda:N")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -246,10 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
         "outputs/data/small --out outputs/cyclegan.json",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    ev.add_argument("source", type=Path, help="run directory (config.yaml) or frames folder (test/000000.png, ...)")
-    ev.add_argument("--checkpoint", default=None,
-                    help="run only: checkpoint file or name in RUN_DIR/checkpoints (default: last.ckpt)")
-    ev.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:N")
+    _add_run_arguments(ev, "source", "run directory (config.yaml) or frames folder (test/000000.png, ...)",
+                       only="run only: ")
     ev.add_argument("dataset_dir", type=Path, help="benchmark dataset folder (dataset.yaml)")
     ev.add_argument("--out", type=Path, required=True, help="metrics JSON file")
     ev.add_argument("--split", default="test", help="paired split for PSNR, SSIM and HaarPSI")

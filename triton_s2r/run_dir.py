@@ -78,23 +78,18 @@ def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
     return checkpoint
 
 
-def model_weights(checkpoint: dict, path: Path) -> dict[str, Tensor]:
-    """The translator's weights in a Lightning checkpoint's ``state_dict``, prefix removed.
+def load_model_weights(path: str | os.PathLike) -> dict[str, Tensor]:
+    """The translator's weights in a Lightning checkpoint's ``state_dict``, prefix removed (on the CPU).
 
     The exponential moving average (``model_ema.*``, written with ``system.ema_decay``) when the checkpoint
     has one, else the trained weights (``model.*``).
     """
-    state = checkpoint.get("state_dict") or {}
+    state = load_checkpoint(path).get("state_dict") or {}
     prefix = EMA_PREFIX if any(k.startswith(EMA_PREFIX) for k in state) else MODEL_PREFIX
     weights = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
     if not weights:
         raise CheckpointError(f"{path}: holds no '{MODEL_PREFIX}*' weights; is it a `triton-s2r train` checkpoint?")
     return weights
-
-
-def load_model_weights(path: str | os.PathLike) -> dict[str, Tensor]:
-    """``model_weights`` of the checkpoint file ``path``, on the CPU."""
-    return model_weights(load_checkpoint(path), Path(path))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import numpy as np
 import trimesh
 
 from triton_s2r.render.mesh import Mesh
-from triton_s2r.utils.cache import cache_dir as shared_cache_dir
+from triton_s2r.utils.cache import cache_dir as default_cache_dir
 from triton_s2r.utils.files import atomic_savez
 from triton_s2r.utils.optional import require
 
@@ -31,11 +31,6 @@ HOME = np.array([0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.8])
 SPREAD = np.array([1.2, 0.5, 0.6, 0.5, 1.0, 0.5, 1.2])
 
 
-def default_cache_dir() -> Path:
-    """Where generated assets are cached: ``$TRITON_S2R_CACHE`` or ``~/.cache/triton_s2r`` (see utils.cache)."""
-    return shared_cache_dir()
-
-
 @dataclass
 class Panda:
     """A Panda arm: the URDF model and each link's baked, UV-unwrapped mesh in the link frame."""
@@ -48,7 +43,7 @@ class Panda:
         """Load pybullet_data's Panda with UV-unwrapped links.
 
         The unwrap takes 10-20 s, so its result is cached in ``cache_dir`` (default
-        ``$TRITON_S2R_CACHE`` or ``~/.cache/triton_s2r``) and reused by later calls.
+        ``utils.cache.cache_dir()``) and reused by later calls.
         """
         pybullet_data = require("pybullet_data", extra="scenes", package="pybullet")
         yourdfpy = require("yourdfpy", extra="scenes")
