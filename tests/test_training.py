@@ -49,6 +49,10 @@ def test_every_experiment_composes_and_builds(experiment: str) -> None:
         assert model.sim_input.hint_multiplier == 0
     if experiment == "raster_texture":
         assert type(model.texture).__name__ == "RasterTexture"
+    if experiment == "cyclegan":  # CycleGAN's objective: adversarial + L1 cycle, UVL visualisation only
+        assert model.sim_input.texture_multiplier == 0 and system.hparams.criterion == "l1"
+        assert {k for k, w in system.loss_weights.items() if w} == {"adversarial", "cycle"}
+        assert system.loss_weights["cycle"] == 10 and len(system.discriminator_real.scales) == 1
 
 
 def test_unknown_compile_mode_is_refused() -> None:
