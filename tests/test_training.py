@@ -205,6 +205,26 @@ def test_tiny_run_with_sim_clips_and_its_errors(tiny_data, tmp_path, capsys) -> 
     assert "data.batch_size=4 must hold whole clips of data.sim_clip_frames=3" in capsys.readouterr().err
 
 
+def test_curves_record_every_validation_and_continue_on_resume(tiny_data, tmp_path) -> None:
+    """curves.csv gets a row per validation (batch, wall time, every val/ measure), the plot and the validation
+    video are written, and a resumed run appends to the same file with its clock going on."""
+    from PIL import Image
+
+    from triton_s2r.curves import read_curves
+
+    run_dir = run(tmp_path, "curves", tiny_data, "trainer.max_epochs=1")
+    first = read_curves(run_dir / "curves.csv")
+    run(tmp_path, "curves", tiny_data, "trainer.max_epochs=2", f"resume={run_dir}")
+    rows = read_curves(run_dir / "curves.csv")
+    assert rows[0] == first[0] and [row["batch"] for row in rows] == [5, 10] and [r["epoch"] for r in rows] == [0, 1]
+    assert 0 < rows[0]["wall_s"] < rows[1]["wall_s"]
+    for row in rows:
+        assert 5 < row["val/psnr"] < 60 and 5 < row["val/psnr_masked"] < 60 and 0 < row["val/haarpsi"] <= 1
+        assert row["val/surface_consistency"] > 0 and row["val/warp_error"] > 0
+    assert Image.open(run_dir / "plots" / "curves.png").size[0] > 500
+    assert (run_dir / "previews" / "val_sequence.mp4").stat().st_size > 1000
+
+
 def test_resume_continues_exactly(tiny_data, tmp_path) -> None:
     """N+M batches in one go equal N, then M after a resume: weights, optimiser moments, weight average."""
     ema = "system.ema_decay=0.9"

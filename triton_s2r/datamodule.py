@@ -2,7 +2,8 @@
 
 With ``paired=True`` (the supervised ``oracle`` baseline only) batches instead hold the UVL frame and the
 real photo of the *same* state, from the benchmark's ``train_real`` split. Validation batches are paired
-frames of the ``test`` split, when the dataset has one.
+frames of the ``test`` split (loader 0) and the first frames of the first sequence in one batch (loader 1, for
+the consistency measures), when the dataset has them.
 
 The sim domain comes either from pre-rendered UVL frames (``sim_source="frames"``) or from scene states
 rendered in the loop (``sim_source="render"``): then a batch carries state indices and the system renders
@@ -134,7 +135,9 @@ class TritonDataModule(pl.LightningDataModule):
         steps_per_epoch: batches per epoch (checkpoints are written at epoch ends).
         num_workers: data loader processes.
         seed: seeds the sampling order.
-        val_frames: paired ``test`` frames translated and scored (``val/psnr``, ...) after each epoch; 0 = none.
+        val_frames: paired ``test`` frames translated and scored (``val/psnr``, ...) at each validation; 0 = none.
+        val_sequence_frames: the first frames of the first sequence, translated as one batch at each validation
+            for ``val/surface_consistency`` and ``val/warp_error``; 0 = none.
         photo_min_short_side, photo_max_short_side: for ``real_dir``: warn about photos whose shorter side is
             below the first (they would be upsampled); decode photos reduced to the second (``Photos``).
     """
@@ -154,6 +157,7 @@ class TritonDataModule(pl.LightningDataModule):
         num_workers: int = 0,
         seed: int = 0,
         val_frames: int = 16,
+        val_sequence_frames: int = 16,
         photo_min_short_side: int | None = None,
         photo_max_short_side: int | None = None,
     ) -> None:
@@ -181,6 +185,7 @@ class TritonDataModule(pl.LightningDataModule):
         self.sim_dir, self.real_dir, self.label_spec = sim_dir, real_dir, labels
         self.batch_size, self.sim_clip_frames, self.steps_per_epoch = batch_size, sim_clip_frames, steps_per_epoch
         self.num_workers, self.seed, self.val_frames = num_workers, seed, val_frames
+        self.val_sequence_frames = val_sequence_frames
         self.photo_min_short_side, self.photo_max_short_side = photo_min_short_side, photo_max_short_side
         self.dataset: BenchmarkDataset | None = None
 
@@ -276,8 +281,21 @@ class TritonDataModule(pl.LightningDataModule):
         """Whether there are paired test frames to score after each epoch."""
         return self.val_frames > 0 and self.dataset is not None and self.dataset.is_paired("test")
 
-    def val_dataloader(self) -> DataLoader | list:
+    def validation_sequence(self) -> str | None:
+        """The sequence split whose first ``val_sequence_frames`` frames are validated, or None."""
+        if not self.has_validation() or self.val_sequence_frames < 2:
+            return None
+        return next((split for split in sorted(self.dataset.splits)
+                     if split.startswith("sequences/") and self.dataset.is_paired(split)), None)
+
+    def val_dataloader(self) -> list[DataLoader]:
+        """[test frames] or [test frames, one batch of consecutive sequence frames]; [] without a test split."""
         if not self.has_validation():
             return []
-        return DataLoader(self._paired("test", self.val_frames), batch_size=self.batch_size,
-                          num_workers=self.num_workers)
+        loaders = [DataLoader(self._paired("test", self.val_frames), batch_size=self.batch_size,
+                              num_workers=self.num_workers)]
+        sequence = self.validation_sequence()
+        if sequence is not None:
+            loaders.append(DataLoader(self._paired(sequence, self.val_sequence_frames),
+                                      batch_size=self.val_sequence_frames, num_workers=self.num_workers))
+        return loaders

@@ -166,6 +166,7 @@ class TritonSystem(pl.LightningModule):
         self._side_tensors: dict[int, Tensor] = {}
         self.progress: dict[str, Tensor] = {}  # the last batch's losses, on the device
         self._render = None  # (scene, states, rasterizer) when the sim domain is rendered in the loop
+        self._background_labels: list[int] = []
         if channels_last:
             for net in (model.generator_sim, model.generator_real, discriminator_sim, discriminator_real):
                 net.to(memory_format=torch.channels_last)
@@ -208,6 +209,9 @@ class TritonSystem(pl.LightningModule):
 
     def setup(self, stage: str) -> None:
         datamodule = getattr(self.trainer, "datamodule", None)
+        labels = getattr(datamodule, "labels", None)
+        # val/psnr_masked scores objects and robot, as eval's psnr_masked: the table is background.
+        self._background_labels = [labels.id_of("table")] if labels is not None and "table" in labels.names else []
         if datamodule is not None and getattr(datamodule, "sim_source", "frames") == "render":
             from triton_s2r.render.rasterizer import make_rasterizer
 
@@ -294,21 +298,34 @@ class TritonSystem(pl.LightningModule):
         self._check_nonfinite()
 
     @torch.no_grad()
-    def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
-        """Score the translation of paired test frames: ``val/psnr``, ``val/ssim``, ``val/surface_consistency``.
+    def validation_step(self, batch: dict[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> Tensor | None:
+        """Score translations of the datamodule's validation frames, as ``triton-s2r eval`` scores them.
 
-        The frames are full images (no crops), scored as ``triton-s2r eval`` scores them; surface consistency
-        is taken across the frames of the batch (different states of one scene) instead of a video.
+        Loader 0 (paired test frames): ``val/psnr``, ``val/psnr_masked`` (objects and robot: no table, no void),
+        ``val/ssim``, ``val/haarpsi``. Loader 1 (consecutive frames of a sequence, one batch):
+        ``val/surface_consistency`` and ``val/warp_error``; returns the translated frames (T, 3, H, W) in [0, 1]
+        (``TrainingCurves`` writes them as a video).
         """
         gbuffer = GBuffer(uv=batch["uv"], label=batch["label"])
         model = self.model if self.model_ema is None else self.model_ema  # what Translator loads
         translation, real = to_unit(model(gbuffer.uv, gbuffer.label)), to_unit(batch["real"])
         size = translation.shape[0]
-        self.log("val/psnr", metrics.psnr(translation, real), batch_size=size)
-        self.log("val/ssim", metrics.ssim(translation, real), batch_size=size)
-        if size > 1:
-            self.log("val/surface_consistency",
-                     metrics.surface_consistency(translation, gbuffer, self.model.num_labels), batch_size=size)
+
+        def log(name: str, value: Tensor) -> None:
+            self.log(f"val/{name}", value, batch_size=size, add_dataloader_idx=False)
+
+        if dataloader_idx == 1:
+            log("surface_consistency", metrics.surface_consistency(translation, gbuffer, self.model.num_labels))
+            log("warp_error", metrics.warp_error(translation, gbuffer))
+            return translation
+        log("psnr", metrics.psnr(translation, real))
+        log("ssim", metrics.ssim(translation, real))
+        log("haarpsi", metrics.haarpsi(translation, real))
+        objects = metrics.object_mask(gbuffer.label, exclude=self._background_labels)
+        if objects.any():
+            keep = objects.flatten(1).any(1)
+            log("psnr_masked", metrics.psnr(translation[keep], real[keep], mask=objects[keep]))
+        return None
 
     def _forward(self, uv: Tensor, label: Tensor, supersample: int, real: Tensor) -> dict[str, Tensor]:
         """Texture once, then both translations and the codes every loss needs."""

@@ -30,6 +30,7 @@ from pytorch_lightning.callbacks import ModelCheckpoint, TQDMProgressBar
 from pytorch_lightning.utilities import rank_zero_only
 
 from triton_s2r.config import ConfigError, build_model, check_training_config, config_diff
+from triton_s2r.curves import TrainingCurves
 from triton_s2r.run_dir import BEST, EPOCH_PATTERN, CheckpointError, RunDir, load_checkpoint
 from triton_s2r.system import NonFiniteLossError
 from triton_s2r.utils.files import atomic_write
@@ -178,6 +179,8 @@ def train(cfg: DictConfig) -> Path:
         run.save_training_data(*datamodule.training_data())
     logger = instantiate(cfg.logger) if cfg.get("logger") and cfg.logger.get("_target_") else False
     callbacks = checkpoint_callbacks(run, int(cfg.checkpoints.keep), datamodule.has_validation())
+    if datamodule.has_validation():
+        callbacks.append(TrainingCurves(run.path))
     if cfg.trainer.get("enable_progress_bar", True):
         callbacks.append(ProgressBar())
     trainer = instantiate(cfg.trainer, logger=logger, callbacks=callbacks, plugins=[RunCheckpointIO()])

@@ -1,0 +1,148 @@
+"""Training curves: every validation's ``val/*`` measures against batches and wall time, kept in the run.
+
+``TrainingCurves`` (a Lightning callback, added by ``triton-s2r train`` when the data has a test split)
+appends one row per validation to ``RUN/curves.csv`` (columns ``batch``, ``wall_s``, ``epoch`` and the
+measures), redraws ``RUN/plots/curves.png`` (one panel per measure; batches below, minutes of training
+above) and writes the translated validation sequence to ``RUN/previews/val_sequence.mp4``, also logged to
+W&B as a video when that logger is used. A resumed run continues the file (wall time goes on from its last
+row). Validation runs after every epoch (``data.steps_per_epoch`` batches) or every
+``trainer.val_check_interval`` batches.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.utilities import rank_zero_only
+
+from triton_s2r.run_dir import RunDir
+from triton_s2r.utils.files import atomic_write
+
+#: Measures drawn, in panel order, with the direction that is better.
+PLOTTED = {"val/psnr": "higher", "val/psnr_masked": "higher", "val/haarpsi": "higher", "val/ssim": "higher",
+           "val/surface_consistency": "lower", "val/warp_error": "lower"}
+
+
+def read_curves(path: Path) -> list[dict[str, float]]:
+    """Rows of a ``curves.csv`` (empty cells dropped); [] if there is no file."""
+    if not path.is_file():
+        return []
+    with path.open(newline="") as f:
+        return [{k: float(v) for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(f)]
+
+
+def write_curves(path: Path, rows: list[dict[str, float]]) -> None:
+    """Write rows as CSV atomically; columns: ``batch``, ``wall_s``, ``epoch``, then the measures, sorted."""
+    measures = sorted({k for row in rows for k in row} - {"batch", "wall_s", "epoch"})
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=["batch", "wall_s", "epoch", *measures], lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: (int(v) if k in ("batch", "epoch") else f"{v:.6g}") for k, v in row.items()})
+    with atomic_write(path) as tmp:
+        tmp.write_text(buffer.getvalue())
+
+
+def plot_curves(rows: list[dict[str, float]], out: Path) -> None:
+    """One panel per measure of ``PLOTTED`` present in ``rows``: value against batches (bottom axis) and minutes
+    of training (top axis). Written atomically as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [name for name in PLOTTED if any(name in row for row in rows)]
+    if not names:
+        return
+    columns = min(3, len(names))
+    figure, axes = plt.subplots(math.ceil(len(names) / columns), columns, figsize=(4.2 * columns, 3.2 * math.ceil(
+        len(names) / columns)), squeeze=False, constrained_layout=True)
+    batches = np.array([row["batch"] for row in rows])
+    minutes = np.array([row["wall_s"] / 60 for row in rows])
+    for ax, name in zip(axes.flat, names, strict=False):
+        points = [(row["batch"], row[name]) for row in rows if name in row]
+        ax.plot(*zip(*points, strict=True), marker="o", markersize=3)
+        ax.set_title(f"{name.removeprefix('val/')} ({PLOTTED[name]} is better)", fontsize=10)
+        ax.set_xlabel("batches")
+        ax.grid(alpha=0.3)
+        if len(rows) > 1 and np.all(np.diff(batches) > 0):
+            top = ax.secondary_xaxis("top", functions=(lambda b: np.interp(b, batches, minutes),
+                                                       lambda m: np.interp(m, minutes, batches)))
+            top.set_xlabel("minutes of training", fontsize=8)
+    for ax in list(axes.flat)[len(names):]:
+        ax.axis("off")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(out) as tmp:
+        figure.savefig(tmp, format="png", dpi=90)
+    plt.close(figure)
+
+
+class TrainingCurves(pl.Callback):
+    """Keeps ``curves.csv``, ``plots/curves.png`` and the validation video of a run directory (module docstring).
+
+    Args:
+        run_dir: the run directory.
+        video_fps: frame rate of the validation video.
+    """
+
+    def __init__(self, run_dir: str | Path, video_fps: int = 8) -> None:
+        self.run = RunDir(run_dir)
+        self.video_fps = video_fps
+        self._start = time.perf_counter()
+        self._offset = 0.0
+        self._frames: list[torch.Tensor] = []
+
+    @property
+    def csv_path(self) -> Path:
+        return self.run.path / "curves.csv"
+
+    @property
+    def plot_path(self) -> Path:
+        return self.run.path / "plots" / "curves.png"
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        rows = read_curves(self.csv_path)
+        self._offset = rows[-1]["wall_s"] if rows else 0.0  # a resumed run's clock goes on
+        self._start = time.perf_counter()
+
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx: int,
+                                dataloader_idx: int = 0) -> None:
+        if outputs is not None and not trainer.sanity_checking:
+            self._frames.append(outputs.detach().float().cpu())
+
+    def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        frames, self._frames = self._frames, []
+        if trainer.sanity_checking:
+            return
+        self._record(trainer, pl_module, frames)
+
+    @rank_zero_only
+    def _record(self, trainer: pl.Trainer, pl_module: pl.LightningModule, frames: list[torch.Tensor]) -> None:
+        values = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val/")}
+        if not values:
+            return
+        batch = int(pl_module.batches_done)
+        rows = [row for row in read_curves(self.csv_path) if row["batch"] < batch]  # a resumed run redoes rows
+        rows.append({"batch": batch, "wall_s": self._offset + time.perf_counter() - self._start,
+                     "epoch": trainer.current_epoch, **values})
+        write_curves(self.csv_path, rows)
+        plot_curves(rows, self.plot_path)
+        if frames:
+            self._write_video(trainer, torch.cat(frames), batch)
+
+    def _write_video(self, trainer: pl.Trainer, frames: torch.Tensor, batch: int) -> None:
+        from triton_s2r.video import frame_writer
+
+        path = self.run.preview_dir / "val_sequence.mp4"
+        with frame_writer(path, fps=self.video_fps) as write:
+            write((frames.permute(0, 2, 3, 1).numpy() * 255).round().astype(np.uint8))
+        logger = trainer.logger
+        if logger is not None and hasattr(logger, "log_video"):
+            logger.log_video("val/sequence", [str(path)], step=batch)
