@@ -40,6 +40,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.report import commit, machine
+from triton_s2r.curves import read_curves
 from triton_s2r.run_dir import RunDir, load_checkpoint
 from triton_s2r.utils.files import atomic_write
 
@@ -49,8 +50,14 @@ METHODS = {  # method -> extra overrides
     "texture_only": ["experiment=texture_only"],
     "raster_texture": ["experiment=raster_texture"],
     "oracle": ["experiment=oracle"],
+    "cyclegan": ["experiment=cyclegan"],
 }
-COLUMNS = ("psnr", "psnr_masked", "ssim", "ssim_masked", "surface_consistency", "warp_error")
+COLUMNS = ("psnr", "psnr_masked", "ssim", "haarpsi", "haarpsi_masked", "texture_psnr", "surface_consistency",
+           "warp_error")
+#: ``triton-s2r downstream`` measures (``--downstream``): a pose regressor trained on each run's translations.
+DOWNSTREAM_COLUMNS = ("joint_error_deg", "object_position_error_cm")
+#: Downstream sources trained once per seed besides the runs: the real frames (ceiling) and the raw UVL image.
+DOWNSTREAM_REFERENCES = ("real", "sim")
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,7 @@ class Outcome:
     metrics: dict
     train_seconds: float
     batches: int
+    curves: list[dict]
 
 
 def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool, paired: bool) -> list[str]:
@@ -86,8 +94,10 @@ def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool, pai
     ]
 
 
-def train_and_evaluate(run: Run, data: str, budget_seconds: int, gpu: str | None, threads: int) -> Outcome:
-    """Train ``run`` (on GPU index ``gpu``, or the CPU when None) with ``threads`` CPU threads, then evaluate it."""
+def train_and_evaluate(run: Run, data: str, budget_seconds: int, gpu: str | None, threads: int,
+                       downstream: bool) -> Outcome:
+    """Train ``run`` (on GPU index ``gpu``, or the CPU when None) with ``threads`` CPU threads, then evaluate it
+    (and train a pose regressor on its translations when ``downstream``)."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), **({"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {}))
     trained = run.run_dir / "train_seconds.txt"  # written when training ends: a rerun skips finished steps
     if not trained.is_file():
@@ -100,26 +110,68 @@ def train_and_evaluate(run: Run, data: str, budget_seconds: int, gpu: str | None
             tmp.write_text(f"{time.perf_counter() - start:.1f}\n")
     seconds = float(trained.read_text())
     metrics_path = run.run_dir / "metrics.json"
-    if not metrics_path.is_file() or "warp_error_by_label" not in json.loads(metrics_path.read_text()):
+    if not metrics_path.is_file() or "haarpsi" not in json.loads(metrics_path.read_text()):
         subprocess.run([sys.executable, "-m", "triton_s2r.cli", "eval", str(run.run_dir), data, "--out",
                         str(metrics_path)], check=True, env=env)
+    result = json.loads(metrics_path.read_text())
+    if downstream:
+        result.update(downstream_metrics(str(run.run_dir), data, run.seed, run.run_dir / "downstream.json", env))
     state = load_checkpoint(RunDir(run.run_dir).last)
-    outcome = Outcome(run, json.loads(metrics_path.read_text()), seconds, int(state["state_dict"]["batches_done"]))
+    outcome = Outcome(run, result, seconds, int(state["state_dict"]["batches_done"]),
+                      read_curves(run.run_dir / "curves.csv"))
     print(run_row(outcome), flush=True)
     return outcome
 
 
-def run_row(outcome: Outcome) -> str:
-    values = " | ".join(f"{outcome.metrics[k]:.4f}" for k in COLUMNS)
+def downstream_metrics(source: str, data: str, seed: int, out: Path, env: dict | None = None) -> dict:
+    """``DOWNSTREAM_COLUMNS`` of ``triton-s2r downstream DATA --train-on SOURCE``, kept in ``out`` for reruns."""
+    if not out.is_file():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "triton_s2r.cli", "downstream", data, "--train-on", source,
+                        "--seed", str(seed), "--out", str(out)], check=True, env=env)
+    result = json.loads(out.read_text())
+    return {k: result[k] for k in DOWNSTREAM_COLUMNS}
+
+
+def cell(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def run_row(outcome: Outcome, columns: tuple[str, ...] = COLUMNS) -> str:
+    values = " | ".join(cell(outcome.metrics.get(k)) for k in columns)
     return (f"| {outcome.run.name} | {outcome.run.seed} | {values} | {outcome.train_seconds:.0f} | "
             f"{outcome.batches} |")
 
 
-def mean_and_spread(values: list[float]) -> str:
-    """'mean ± sample standard deviation' (just the value for a single run)."""
+def mean_and_spread(values: list[float | None]) -> str:
+    """'mean ± sample standard deviation' (just the value for a single run; n/a where a run has none)."""
+    if any(v is None for v in values):
+        return "n/a"
     if len(values) == 1:
         return f"{values[0]:.4f}"
     return f"{statistics.fmean(values):.4f} ± {statistics.stdev(values):.4f}"
+
+
+def quarter_and_end(curve: list[dict], key: str = "val/psnr") -> tuple[float, float] | None:
+    """``key`` at the last validation within the first quarter of the run's wall time, and at its end."""
+    points = [(row["wall_s"], row[key]) for row in curve if key in row]
+    if len(points) < 2:
+        return None
+    early = [value for wall, value in points if wall <= points[-1][0] / 4] or [points[0][1]]
+    return early[-1], points[-1][1]
+
+
+def curves_table(outcomes: list[Outcome]) -> str:
+    """Per run: validation PSNR and PSNR_masked after a quarter of the training time and at the end."""
+    lines = ["| method | seed | val/psnr at 1/4 | at the end | val/psnr_masked at 1/4 | at the end |",
+             "|---|---|---|---|---|---|"]
+    for o in outcomes:
+        cells = []
+        for key in ("val/psnr", "val/psnr_masked"):
+            pair = quarter_and_end(o.curves, key)
+            cells += ["n/a", "n/a"] if pair is None else [f"{pair[0]:.2f}", f"{pair[1]:.2f}"]
+        lines.append(f"| {o.run.name} | {o.run.seed} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def by_row(outcomes: list[Outcome]) -> dict[str, list[Outcome]]:
@@ -132,9 +184,10 @@ def by_row(outcomes: list[Outcome]) -> dict[str, list[Outcome]]:
 
 def summary_table(outcomes: list[Outcome]) -> str:
     """Per row name: every metric's mean ± standard deviation over its seeds, and the mean batches."""
-    lines = ["| method | seeds | " + " | ".join(COLUMNS) + " | batches |", "|" + "---|" * (len(COLUMNS) + 3)]
+    columns = COLUMNS + tuple(k for k in DOWNSTREAM_COLUMNS if k in outcomes[0].metrics)
+    lines = ["| method | seeds | " + " | ".join(columns) + " | batches |", "|" + "---|" * (len(columns) + 3)]
     for name, group in by_row(outcomes).items():
-        cells = " | ".join(mean_and_spread([o.metrics[k] for o in group]) for k in COLUMNS)
+        cells = " | ".join(mean_and_spread([o.metrics.get(k) for o in group]) for k in columns)
         batches = statistics.fmean(o.batches for o in group)
         lines.append(f"| {name} | {len(group)} | {cells} | {batches:.0f} |")
     return "\n".join(lines)
@@ -147,7 +200,7 @@ def by_label_table(outcomes: list[Outcome], key: str, digits: int) -> str:
     for name, group in by_row(outcomes).items():
         cells = []
         for label in labels:
-            values = [v for o in group if (v := o.metrics[key][label]) is not None]
+            values = [v for o in group if (v := (o.metrics.get(key) or {}).get(label)) is not None]
             cells.append(f"{statistics.fmean(values):.{digits}f}" if values else "n/a")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -165,6 +218,9 @@ def main() -> None:
     parser.add_argument("--concurrent", action="store_true",
                         help="train all runs at once, spread over the visible GPUs (each gets a share of its GPU "
                              "for the same time); otherwise one run at a time per GPU")
+    parser.add_argument("--downstream", action="store_true",
+                        help="also train `triton-s2r downstream` pose regressors on each run's translations, and on "
+                             "the real frames and the UVL images once per seed (joint_error_deg, ...)")
     parser.add_argument("--variant", nargs="+", action="append", default=[], metavar=("NAME", "OVERRIDE"),
                         help="an extra row: NAME, then Hydra overrides added to full TRITON's (repeatable)")
     args = parser.parse_args()
@@ -183,20 +239,32 @@ def main() -> None:
     def on_next_free_gpu(run: Run) -> Outcome:
         gpu = free_gpus.get()
         try:
-            return train_and_evaluate(run, args.data, args.budget_seconds, gpu, threads)
+            return train_and_evaluate(run, args.data, args.budget_seconds, gpu, threads, args.downstream)
         finally:
             free_gpus.put(gpu)
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         if args.concurrent:
-            futures = [pool.submit(train_and_evaluate, run, args.data, args.budget_seconds, gpu, threads)
-                       for run, gpu in runs]
+            futures = [pool.submit(train_and_evaluate, run, args.data, args.budget_seconds, gpu, threads,
+                                   args.downstream) for run, gpu in runs]
         else:
             futures = [pool.submit(on_next_free_gpu, run) for run, _ in runs]
         outcomes = [future.result() for future in futures]
 
-    per_run = ["| method | seed | " + " | ".join(COLUMNS) + " | train wall s | batches |",
-               "|" + "---|" * (len(COLUMNS) + 4), *map(run_row, outcomes)]
+    columns = COLUMNS + (DOWNSTREAM_COLUMNS if args.downstream else ())
+    per_run = ["| method | seed | " + " | ".join(columns) + " | train wall s | batches |",
+               "|" + "---|" * (len(columns) + 4), *(run_row(o, columns) for o in outcomes)]
+    references = ""
+    if args.downstream:
+        lines = ["| train on | seed | " + " | ".join(DOWNSTREAM_COLUMNS) + " |",
+                 "|" + "---|" * (len(DOWNSTREAM_COLUMNS) + 2)]
+        for source in DOWNSTREAM_REFERENCES:
+            for seed in args.seeds:
+                values = downstream_metrics(source, args.data, seed, args.runs / f"downstream-{source}-seed{seed}.json")
+                lines.append(f"| {source} | {seed} | " + " | ".join(cell(values[k]) for k in DOWNSTREAM_COLUMNS) + " |")
+        references = ("Downstream references (`triton-s2r downstream DATA --train-on real|sim`): the pose regressor "
+                      "trained on the real frames (the ceiling) and on the raw UVL images (the floor):\n\n"
+                      + "\n".join(lines) + "\n\n")
     real = outcomes[0].metrics
     text = (
         f"# Results\n\n- card: {machine()} x{len(gpus)}\n- command: `python -m benchmarks.results "
@@ -206,7 +274,9 @@ def main() -> None:
         "robot only. Surface consistency and warp error: lower is better; the real frames' own levels are "
         f"{real['surface_consistency_real']:.4f} and {real['warp_error_real']:.4f}.\n\n"
         f"Mean ± standard deviation over seeds:\n\n{summary_table(outcomes)}\n\n"
-        f"Every run:\n\n" + "\n".join(per_run) + "\n\n"
+        f"Every run:\n\n" + "\n".join(per_run) + "\n\n" + references +
+        f"Validation during training (`RUN/curves.csv`), a quarter of the way and at the end:\n\n"
+        f"{curves_table(outcomes)}\n\n"
         f"PSNR per label (dB, `psnr_by_label`, mean over seeds):\n\n"
         f"{by_label_table(outcomes, 'psnr_by_label', 2)}\n\n"
         f"Warp error per label (`warp_error_by_label`, mean over seeds):\n\n"
