@@ -226,7 +226,9 @@ def main() -> None:
     args = parser.parse_args()
 
     rows = [(method, METHODS[method]) for method in args.methods] + [(v[0], v[1:]) for v in args.variant]
-    gpus = [None] if args.cpu else [str(i) for i in range(max(1, torch.cuda.device_count()))]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")  # a run's CUDA_VISIBLE_DEVICES names one of these
+    gpus = [None] if args.cpu else (visible.split(",") if visible else
+                                    [str(i) for i in range(max(1, torch.cuda.device_count()))])
     # Row r with the s-th seed goes to GPU (r + s) mod n, so every GPU hosts a mix of rows.
     runs = [(Run(name, seed, tuple(overrides), args.runs / f"{name}-seed{seed}"), gpus[(r + s) % len(gpus)])
             for s, seed in enumerate(args.seeds) for r, (name, overrides) in enumerate(rows)]
