@@ -54,8 +54,9 @@ METHODS = {  # method -> extra overrides
 }
 COLUMNS = ("psnr", "psnr_masked", "ssim", "haarpsi", "haarpsi_masked", "texture_psnr", "surface_consistency",
            "warp_error")
-#: ``triton-s2r downstream`` measures (``--downstream``): a pose regressor trained on each run's translations.
-DOWNSTREAM_COLUMNS = ("joint_error_deg", "object_position_error_cm")
+#: ``triton-s2r downstream`` measures (``--downstream``): a pose regressor trained on each run's translations,
+#: tested on new states and on the real frames of the states it was trained on (the domain gap alone).
+DOWNSTREAM_COLUMNS = ("joint_error_deg", "joint_error_deg_train_states", "object_position_error_cm")
 #: Downstream sources trained once per seed besides the runs: the real frames (ceiling) and the raw UVL image.
 DOWNSTREAM_REFERENCES = ("real", "sim")
 
