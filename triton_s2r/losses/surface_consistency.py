@@ -21,7 +21,7 @@ images that see it:
 
 ``surface_chroma_consistency_loss`` is ℓUC on the brightness-normalised colour (offset 1, ε_c = 0.1): it ties
 each texel's hue across views and leaves its shading free; weighted beside ℓUC, it is a consistency prior that
-real shading does not break (docs/results.md measures both).
+real shading does not break (docs/lab/results-2026-11-26.md measures both).
 
 Void pixels (label 0) are excluded. Gradients flow into the image only; uv and label are data.
 """
@@ -33,7 +33,7 @@ from torch import Tensor
 
 from triton_s2r.models.texture_space import bilinear_taps, check_labels
 
-#: ε_c of ``surface_chroma_consistency_loss`` (1 was measured worse: docs/results.md).
+#: ε_c of ``surface_chroma_consistency_loss`` (1 was measured worse: docs/lab/results-2026-11-26.md).
 CHROMA_NORMALIZATION_EPS = 0.1
 
 

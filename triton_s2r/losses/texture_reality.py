@@ -8,7 +8,7 @@ channels 0-2 of x_a, i.e. ``hint·m_h + π·m_t``; the two agree only for m_h = 
 reference) ℓTR trains the texture towards the translation as much as the translator towards the texture;
 ``trains="texture"`` detaches the translation (the texture learns the translation's colours, the translator
 is left to the other terms) and ``trains="translator"`` detaches the target (the translator is pulled towards
-the texture, which then learns only through the translator). docs/results.md measures all three: with the
+the texture, which then learns only through the translator). docs/lab/results-2026-11-26.md measures all three: with the
 surface losses joining after a warm-up, ``texture`` did best on the GPU benchmark and is the configured default.
 """
 
