@@ -225,6 +225,16 @@ def test_curves_record_every_validation_and_continue_on_resume(tiny_data, tmp_pa
     assert (run_dir / "previews" / "val_sequence.mp4").stat().st_size > 1000
 
 
+@pytest.mark.slow
+def test_wandb_offline_run_receives_curves_previews_and_the_validation_video(tiny_data, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("WANDB_MODE", "offline")  # never the network
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    run_dir = run(tmp_path, "wandb", tiny_data, "logger=wandb", "trainer.max_epochs=1")
+    media = list((run_dir / "wandb").glob("offline-run-*/files/media"))
+    assert media, f"no offline W&B run under {run_dir / 'wandb'}"
+    assert list(media[0].rglob("*.mp4")) and list(media[0].rglob("*.png"))
+
+
 def test_resume_continues_exactly(tiny_data, tmp_path) -> None:
     """N+M batches in one go equal N, then M after a resume: weights, optimiser moments, weight average."""
     ema = "system.ema_decay=0.9"

@@ -8,6 +8,8 @@ run, so whichever module runs first pays for them).
 
 from __future__ import annotations
 
+import json
+
 import shutil
 from pathlib import Path
 
@@ -51,6 +53,9 @@ def test_demo_writes_video_and_reuses_the_finished_run(demo_out, run_dir, capsys
     assert main(["demo", "--preset", "tiny", "--experiment", "tiny", "--out", str(demo_out)]) == 0
     out = capsys.readouterr().out
     assert "reused" in out and str(video) in out and "evaluation:" in out
+    metrics = json.loads((demo_out / "eval" / "tiny.json").read_text())
+    assert f"objects and robot {metrics['psnr_masked']:.2f} dB" in out  # the metrics are printed at the end
+    assert f"warp error {metrics['warp_error']:.4f}" in out
     assert final.stat().st_mtime_ns == mtime  # not retrained
 
 

@@ -34,6 +34,12 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"  video:       {video.out} ({video.num_frames} frames, {video.frame_size[1]}x{video.frame_size[0]}, "
           f"panels: {' | '.join(video.panels)})")
     print(f"  evaluation:  {result.evaluation}")
+    m = result.metrics
+    print(f"  metrics:     PSNR {m['psnr']:.2f} dB, objects and robot {m['psnr_masked']:.2f} dB, HaarPSI "
+          f"{m['haarpsi']:.3f} (higher is better)")
+    if m["surface_consistency"] is not None:
+        print(f"               surface consistency {m['surface_consistency']:.4f}, warp error {m['warp_error']:.4f} "
+              f"(lower is better; the real frames: {m['surface_consistency_real']:.4f}, {m['warp_error_real']:.4f})")
     textures = result.run_dir.parent.parent / "textures" / result.run_dir.name
     print(f"  next:        triton-s2r export-textures {result.run_dir} --out {textures}")
     return 0

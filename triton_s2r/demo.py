@@ -40,6 +40,7 @@ class DemoResult:
         trained: False when an existing finished run was reused.
         video: the side-by-side mp4 and what went into it.
         evaluation: the metrics JSON written by ``triton-s2r eval``'s library function.
+        metrics: its content (``triton_s2r.evaluate.evaluate``'s result).
         seconds: wall time of the whole job.
     """
 
@@ -49,6 +50,7 @@ class DemoResult:
     trained: bool
     video: TranslateResult
     evaluation: Path
+    metrics: dict
     seconds: float
 
 
@@ -153,4 +155,5 @@ def run_demo(
     print(f"[demo] evaluating {run_dir.name} on {data_root}", flush=True)
     metrics = evaluate(run_dir, data_root, checkpoint=str(checkpoint), device=device, batch_size=batch_size)
     evaluation = write_metrics(metrics, out / "eval" / f"{experiment}.json")
-    return DemoResult(data_root, run_dir, checkpoint, trained, video, evaluation, time.perf_counter() - start)
+    return DemoResult(data_root, run_dir, checkpoint, trained, video, evaluation, metrics,
+                      time.perf_counter() - start)
