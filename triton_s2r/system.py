@@ -79,6 +79,9 @@ class TritonSystem(pl.LightningModule):
             the paper). Before that textures and translator train with the MUNIT terms only, so the
             translator learns realistic colours before the surface losses tie it to the textures (a
             reference dev run likewise turned ℓUC on at 60k batches, METHOD.md §5.2).
+        detach_sim_targets: the reconstruction and cycle terms compare with x_a as a fixed target, so they train
+            the texture only through the networks' input, not by pulling x_a (texture included) towards what the
+            auto-encoders reproduce. False (reference): both sides.
         lr: learning rate of generators and discriminators. Reference: 1e-4.
         texture_lr_factor: texture learning rate = lr x this. Reference: 10.
         betas: Adam betas. Reference: (0.5, 0.999).
@@ -126,6 +129,7 @@ class TritonSystem(pl.LightningModule):
         texture_reality_target: str = "projection",
         texture_reality_trains: str = "both",
         surface_losses_from: int = 0,
+        detach_sim_targets: bool = False,
         lr: float = 1e-4,
         texture_lr_factor: float = 10.0,
         betas: tuple[float, float] = (0.5, 0.999),
@@ -391,8 +395,9 @@ class TritonSystem(pl.LightningModule):
                 generator_adversarial_loss(self._logits(self.discriminator_real, x_ab), h.gan_type)
                 + generator_adversarial_loss(self._logits(self.discriminator_sim, x_ba), h.gan_type)
             )
+        target_a = x_a.detach() if h.detach_sim_targets else x_a  # the target side of recon and cycle
         if w["reconstruction"]:
-            terms["reconstruction"] = (omega(m.generator_sim.decode(out["c_a"]), x_a, sim_range)
+            terms["reconstruction"] = (omega(m.generator_sim.decode(out["c_a"]), target_a, sim_range)
                                        + omega(m.generator_real.decode(out["c_b"]), real, 2.0))
         if w["content"] or w["cycle"]:
             c_ab, c_ba = m.generator_real.encode(x_ab), m.generator_sim.encode(x_ba)
@@ -400,7 +405,7 @@ class TritonSystem(pl.LightningModule):
                 terms["content"] = (omega(c_ab, out["c_a"], 1.0, h.content_criterion)
                                     + omega(c_ba, out["c_b"], 1.0, h.content_criterion))
             if w["cycle"]:
-                terms["cycle"] = (omega(m.generator_sim.decode(c_ab), x_a, sim_range)
+                terms["cycle"] = (omega(m.generator_sim.decode(c_ab), target_a, sim_range)
                                   + omega(m.generator_real.decode(c_ba), real, 2.0))
         with torch.autocast(self.device.type, enabled=False):
             if w["surface_consistency"] and surface_losses_on:
