@@ -1,4 +1,4 @@
-"""Training augmentation as in the reference (METHOD.md §1.4), done on the batch's device.
+"""Training augmentation as in the reference (docs/method.md §1.4), done on the batch's device.
 
 Random resize of the shorter side to a size from the current resolution stage, then a random crop.
 UVL data is resized with nearest neighbour only (UVs and labels never blend); photos bilinearly. The

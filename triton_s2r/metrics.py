@@ -1,4 +1,4 @@
-"""Weight-free evaluation metrics: fidelity (PSNR, SSIM, HaarPSI) and temporal consistency (METHOD.md §7).
+"""Weight-free evaluation metrics: fidelity (PSNR, SSIM, HaarPSI) and temporal consistency (docs/method.md §7).
 
 Fidelity compares a translation with its paired real photo, over the whole image or over ``object_mask``
 (objects and robot only: no table, no void; the paper's "masked" columns, §7.1). Unlike the paper, which
@@ -7,7 +7,7 @@ HaarPSI (perceptual, blur lowers it; ``triton_s2r.haarpsi``) is re-exported here
 
 Temporal consistency needs no real photo: correspondence between frames of one video sequence comes from
 the G-buffer, since pixels with the same label and UV see the same surface point (the convention of ℓUC,
-METHOD.md §4.3). ``surface_consistency`` is ℓUC taken over a sequence instead of a batch;
+docs/method.md §4.3). ``surface_consistency`` is ℓUC taken over a sequence instead of a batch;
 ``warp_error`` is a flicker measure between consecutive frames. Both resample colours through per-label
 D×D texel grids, so for a texture that varies within a texel they carry an interpolation error bounded
 by the texture's UV gradient times 1/D (see each function); it is the same for every method and for the
@@ -137,7 +137,7 @@ def ssim(pred: Tensor, target: Tensor, mask: Tensor | None = None, reduction: st
 def surface_consistency(frames: Tensor, gbuffer: GBuffer, num_labels: int, grid_size: int = 128) -> Tensor:
     """How much each surface point's colour varies over one video sequence (lower is better).
 
-    ℓUC over a sequence (METHOD.md §4.3, without colour normalisation or ε): every frame is splatted
+    ℓUC over a sequence (docs/method.md §4.3, without colour normalisation or ε): every frame is splatted
     bilinearly into its labels' D×D UV grids (``unproject_to_texels``), giving a per-frame texel colour
     ω_t and splat weight w_t. Per texel and channel, the std across frames is weighted by w_t
     (population std, frames with w_t = 0 do not count); it is averaged over channels and over the texels

@@ -1,7 +1,7 @@
-"""TritonSystem: the TRITON GAN step as a LightningModule with manual optimization (METHOD.md §4-5).
+"""TritonSystem: the TRITON GAN step as a LightningModule with manual optimization (docs/method.md §4-5).
 
 Per batch: one forward pass of texture and both translators; then the discriminator step on the
-detached translations (no recomputation, METHOD.md §8 item 12); then the generator + texture step.
+detached translations (no recomputation, docs/method.md §5.2, §8.8); then the generator + texture step.
 Lightning pitfalls avoided on purpose:
 
 * ``global_step`` counts optimizer steps (two per batch here), so budgets are epochs of
@@ -78,7 +78,7 @@ class TritonSystem(pl.LightningModule):
         surface_losses_from: ℓUC and ℓTR join the objective after this many batches (0: from the first, as
             the paper). Before that textures and translator train with the MUNIT terms only, so the
             translator learns realistic colours before the surface losses tie it to the textures (a
-            reference dev run likewise turned ℓUC on at 60k batches, METHOD.md §5.2).
+            reference dev run likewise turned ℓUC on at 60k batches, docs/method.md §5.4).
         detach_sim_targets: the reconstruction and cycle terms compare with x_a as a fixed target, so they train
             the texture only through the networks' input, not by pulling x_a (texture included) towards what the
             auto-encoders reproduce. False (reference): both sides.

@@ -93,7 +93,7 @@ class Translator:
         self.label_table = labels  # None for a model built in code; see `labels`
         self.run = run
         # The texture is fixed at inference, so it is rasterised once and sampled bilinearly, as the paper
-        # does (METHOD.md §2.3); None evaluates it exactly at every pixel's UV (slower, same to ~1e-3).
+        # does (docs/method.md §2.3, §6.2); None evaluates it exactly at every pixel's UV (slower, same to ~1e-3).
         self.texture_resolution = texture_resolution
         self._baked: Tensor | None = None
         # Compiling fuses the norms, activations and padding around the convolutions; each new batch shape

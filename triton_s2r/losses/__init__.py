@@ -1,4 +1,4 @@
-"""TRITON losses: small pure functions returning unweighted scalar tensors (METHOD.md §4).
+"""TRITON losses: small pure functions returning unweighted scalar tensors (docs/method.md §4).
 
 The system weights and sums them in one place (reference weights: gan 1, recon 10, content 1, cycle 10,
 surface consistency 20, texture reality 2).

@@ -1,4 +1,4 @@
-"""Adversarial losses over multi-scale patch logits (paper §3.2 ℓadv; METHOD.md §3.2, §4.4).
+"""Adversarial losses over multi-scale patch logits (paper §3.2 ℓadv; docs/method.md §3.2, §4.4).
 
 The reference uses LSGAN; hinge is the option. Both sides sum the per-scale means, as MUNIT does:
 

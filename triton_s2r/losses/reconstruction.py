@@ -1,4 +1,4 @@
-"""Reconstruction criterion Ω and MS-SSIM (paper §3.2 ℓrec, ℓcon, ℓcyc; METHOD.md §4.1, §8.11).
+"""Reconstruction criterion Ω and MS-SSIM (paper §3.2 ℓrec, ℓcon, ℓcyc; docs/method.md §4.1, §8.7).
 
 The reference uses Ω(x, y) = mean|x - y| - MS-SSIM(x, y) for every reconstruction-type term (the paper
 writes L2 - MS-SSIM). Here Ω is one of

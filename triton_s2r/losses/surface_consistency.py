@@ -1,4 +1,4 @@
-"""Unprojection ("surface") consistency ℓUC (paper §3.3, appendix §A.2; METHOD.md §4.3 with the §10 fixes).
+"""Unprojection ("surface") consistency ℓUC (paper §3.3, appendix §A.2; docs/method.md §4.3, §8.5).
 
 There is no second camera: the "views" are the other images of the batch. Each translated image is
 splatted into its labels' D×D UV grids, and ℓUC penalises how much a texel's colour differs between the

@@ -1,4 +1,4 @@
-"""Texture reality ℓTR (paper §3.4; METHOD.md §4.2, §8.10, §10).
+"""Texture reality ℓTR (paper §3.4; docs/method.md §4.5, §8.6).
 
 The paper asks the translation p̂ = x_ab to resemble the texture projection π itself, Ω(π, p̂), so that
 each neural texture learns the real object's colours. The reference code instead compared x_ab with

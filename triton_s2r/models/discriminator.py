@@ -1,4 +1,4 @@
-"""Multi-scale PatchGAN discriminator (MUNIT ``MsImageDis``; METHOD.md §3.2).
+"""Multi-scale PatchGAN discriminator (MUNIT ``MsImageDis``; docs/method.md §3.2).
 
 Each scale is a PatchGAN without normalisation: conv4 s2 (→base), LeakyReLU(0.2), then
 ``num_layers - 1`` × [conv4 s2, ×2 channels, LeakyReLU(0.2)], then a 1×1 conv to one logit per patch.

@@ -1,4 +1,4 @@
-"""Style-free MUNIT auto-encoders: content encoder E and decoder G (METHOD.md §3.1; paper §3.2).
+"""Style-free MUNIT auto-encoders: content encoder E and decoder G (docs/method.md §3.1; paper §3.2).
 
 TRITON removes MUNIT's style encoder, style MLP and AdaIN, so translation is unimodal and deterministic
 at eval. Translations swap halves of two auto-encoders: sim->real is ``x_ab = G_B(E_A(x_a))`` and

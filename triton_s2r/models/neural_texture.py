@@ -1,9 +1,9 @@
-"""Neural neural textures: one Fourier-feature MLP per label (TRITON, CoRL 2022, §3.1; METHOD.md §2).
+"""Neural neural textures: one Fourier-feature MLP per label (TRITON, CoRL 2022, §3.1; docs/method.md §2.2).
 
 Each label l in 1..K owns an MLP f_l that maps a fixed random Fourier encoding of (u, v),
 ``[sin(2π·uv·B), cos(2π·uv·B)]`` with ``B ~ N(0, scale²)`` of shape (2, F), to C channels in [0, 1]
 (sigmoid); the first three are the RGB "recovered texture". Departures from the reference code, as decided
-in METHOD.md §10:
+in docs/method.md §8.3-§8.4:
 
 * no BatchNorm in the MLP, so train and eval outputs are identical;
 * the MLP is queried at each pixel's exact UV (``sampling="exact"``), not on a 256² raster looked up with

@@ -1,4 +1,4 @@
-"""Learnable raster textures: the "raster TRITON" ablation (METHOD.md §2.4; paper appendix §A.1).
+"""Learnable raster textures: the "raster TRITON" ablation (docs/method.md §2.4; paper appendix §A.1).
 
 The reference's ``type: raster`` texture is a free (C, R, R) tensor per label, initialised U(0, 1), with no
 output activation, looked up with nearest texels. Here it is sampled bilinearly (``align_corners=False``

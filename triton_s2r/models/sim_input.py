@@ -1,4 +1,4 @@
-"""The simulated-domain network input x_a: texture projection plus UVL hint (METHOD.md §2.5).
+"""The simulated-domain network input x_a: texture projection plus UVL hint (docs/method.md §2.5).
 
 With π the sampled texture mapped to [-1, 1] and ``hint = 2·uvl - 1``, the reference builds
 
@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 
 def uvl_image(uv: Tensor, label: Tensor, num_labels: int) -> Tensor:
-    """The 3-channel UVL image fed to networks (METHOD.md §1.1).
+    """The 3-channel UVL image fed to networks (docs/method.md §1.1).
 
     Args:
         uv: (B, 2, H, W) float; u, v in [0, 1] (clamped); ignored at void pixels.
@@ -66,7 +66,7 @@ class SimInput(nn.Module):
         texture_channels: C of the texture; x_a has ``6 + C - 3`` channels.
         texture_multiplier: m_t, scales π; 0 gives the "no texture" (pure MUNIT) ablation. Reference: 1.
         hint_multiplier: m_h, scales the hint added to π; 0 gives the "texture only" ablation.
-            Reference: 1 (0 at the end of the paper's run, METHOD.md §5.2).
+            Reference: 1 (0 at the end of the paper's run, docs/method.md §5.7).
     """
 
     def __init__(

@@ -1,4 +1,4 @@
-"""Texture-space conventions shared by the textures and the surface-consistency loss (METHOD.md §2.3, §8.9).
+"""Texture-space conventions shared by the textures and the surface-consistency loss (docs/method.md §2.3, §8.3).
 
 Every per-label texture raster in triton_s2r, and the per-label ℓUC grid, is laid out as
 ``(..., R_rows, R_cols)`` with

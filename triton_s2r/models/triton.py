@@ -1,7 +1,7 @@
 """The TRITON translator as one module: texture, sim input x_a, and the two style-free auto-encoders.
 
 Shared by training (``TritonSystem``) and inference (``Translator``), so both build x_a the same way.
-Paper: §3.1 (texture and projection), §3.2 (translator); METHOD.md §2.5 and §3.1.
+Paper: §3.1 (texture and projection), §3.2 (translator); docs/method.md §2.5 and §3.1.
 """
 
 from __future__ import annotations
