@@ -9,7 +9,6 @@ run, so whichever module runs first pays for them).
 from __future__ import annotations
 
 import json
-
 import shutil
 from pathlib import Path
 
