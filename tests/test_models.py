@@ -214,32 +214,6 @@ def test_generator_shapes_content_code_and_range():
     assert deeper.encode(torch.randn(1, 3, 32, 32)).shape == (1, 4, 4, 4)
 
 
-def test_texture_skip_reaches_the_translation_at_full_resolution_and_carries_gradients():
-    """G_B with a skip input: π changes single pixels of x_ab (past the 1/4-resolution content code), zeros equal
-    no skip, the real domain's own decoding is unchanged, and the texture receives a gradient through it."""
-    from triton_s2r.models.triton import TritonModel
-
-    torch.manual_seed(0)
-    texture = tiny_texture()
-    model = TritonModel(texture, SimInput(NUM_LABELS), tiny_generator(6), tiny_generator(3, skip_channels=3)).eval()
-    uv, label = make_gbuffer()
-    x_a, projection = model.sim_image(model.sample_texture(uv, label))
-    content = model.generator_sim.encode(x_a)
-    assert torch.equal(model.translate(x_a, torch.zeros_like(projection)), model.generator_real.decode(content))
-    bumped = projection.clone()
-    bumped[0, :, 16, 16] += 1.0
-    change = (model.translate(x_a, bumped) - model.translate(x_a, projection)).abs().sum(1)[0]
-    outside = torch.ones_like(change, dtype=torch.bool)
-    outside[13:20, 13:20] = False  # the 7x7 output conv's reach
-    assert change[16, 16] > 0 and change[outside].max() == 0
-    model.translate(x_a, projection).mean().backward()
-    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in texture.parameters())
-    with pytest.raises(ValueError, match="skip_channels"):
-        TritonModel(tiny_texture(), SimInput(NUM_LABELS), tiny_generator(6), tiny_generator(3, skip_channels=2))
-    with pytest.raises(ValueError, match="no skip"):
-        tiny_generator(3).decode(content, projection)
-
-
 def test_generator_deterministic_for_a_seed_in_eval_and_noisy_in_train():
     x = torch.randn(1, 3, 32, 32)
     torch.manual_seed(0)

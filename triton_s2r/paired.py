@@ -36,7 +36,7 @@ class PairedSystem(TritonSystem):
     def _forward(self, uv: Tensor, label: Tensor, supersample: int, real: Tensor) -> dict[str, Tensor]:
         m = self.model
         x_a, projection = m.sim_image(m.sample_texture(uv, label, supersample))
-        return {"x_a": x_a, "projection": projection, "real": real, "x_ab": m.translate(x_a, projection)}
+        return {"x_a": x_a, "projection": projection, "real": real, "x_ab": m.translate(x_a)}
 
     def _discriminator_loss(self, out: dict[str, Tensor]) -> Tensor:
         logits = self._logits(self.discriminator_real, out["real"])

@@ -337,7 +337,7 @@ class TritonSystem(pl.LightningModule):
         sample = m.sample_texture(uv, label, supersample)
         x_a, projection = m.sim_image(sample)
         c_a, c_b = m.generator_sim.encode(x_a), m.generator_real.encode(real)
-        x_ab, x_ba = m.decode_real(c_a, projection), m.generator_sim.decode(c_b)
+        x_ab, x_ba = m.generator_real.decode(c_a), m.generator_sim.decode(c_b)
         return {"uv": sample.uv, "label": sample.label, "x_a": x_a, "projection": projection, "real": real,
                 "c_a": c_a, "c_b": c_b, "x_ab": x_ab, "x_ba": x_ba}
 

@@ -216,12 +216,12 @@ class Translator:
         device_type = uv.device.type
         with torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=device_type == "cuda"):
             batch = self.model.sample_texture(uv, label, supersample, baked=baked)
-            x_a, projection = self.model.sim_image(batch)
+            x_a, _ = self.model.sim_image(batch)
             height, width = x_a.shape[-2:]
             pad_h, pad_w = -height % self.size_multiple, -width % self.size_multiple
             if pad_h or pad_w:  # replicate the last rows and columns, translate, crop them off again
-                x_a, projection = (F.pad(x, (0, pad_w, 0, pad_h), mode="replicate") for x in (x_a, projection))
-            return self.model.translate(x_a, projection)[..., :height, :width], batch.texture
+                x_a = F.pad(x_a, (0, pad_w, 0, pad_h), mode="replicate")
+            return self.model.translate(x_a)[..., :height, :width], batch.texture
 
     @torch.inference_mode()
     def bake_textures(self, resolution: int = 512) -> Tensor:

@@ -141,8 +141,6 @@ class Decoder(nn.Module):
         num_res_blocks: residual blocks at the bottom width. Reference: 4.
         content_channels: channels of the content code. Reference: 8.
         padding_mode: padding of every conv. Reference: "reflect".
-        skip_channels: channels of a full-resolution image concatenated to the features before the last
-            conv (``forward``'s ``skip``; zeros when not given). 0 (reference): none.
     """
 
     def __init__(
@@ -153,10 +151,8 @@ class Decoder(nn.Module):
         num_res_blocks: int = 4,
         content_channels: int = 8,
         padding_mode: str = "reflect",
-        skip_channels: int = 0,
     ) -> None:
         super().__init__()
-        self.skip_channels = skip_channels
         width = base_channels * 2**num_upsample
         layers: list[nn.Module] = [_conv(content_channels, width, 3, 1, padding_mode), nn.ReLU(inplace=True)]
         layers += [ResidualBlock(width, padding_mode) for _ in range(num_res_blocks)]
@@ -168,29 +164,21 @@ class Decoder(nn.Module):
                 nn.ReLU(inplace=True),
             ]
             width //= 2
-        layers += [_conv(width + skip_channels, out_channels, 7, 1, padding_mode), nn.Tanh()]
+        layers += [_conv(width, out_channels, 7, 1, padding_mode), nn.Tanh()]
         self.layers = nn.Sequential(*layers)
 
-    def forward(self, content: Tensor, skip: Tensor | None = None) -> Tensor:
+    def forward(self, content: Tensor) -> Tensor:
         """Decode.
 
         Args:
             content: (B, content_channels, h, w) float.
-            skip: (B, skip_channels, h·2^n, w·2^n) or None (zeros); only with ``skip_channels > 0``.
 
         Returns:
             (B, out_channels, h·2^n, w·2^n) in [-1, 1] (tanh). Channels 0-2 of x_a can reach ±2 with the
             reference multipliers, so the sim-domain reconstruction cannot be exact there (as in the
             reference).
         """
-        if not self.skip_channels:
-            if skip is not None:
-                raise ValueError("this decoder takes no skip image (skip_channels=0)")
-            return self.layers(content)
-        features = self.layers[:-2](content)
-        if skip is None:
-            skip = features.new_zeros(features.shape[0], self.skip_channels, *features.shape[2:])
-        return self.layers[-1](self.layers[-2](torch.cat([features, skip.to(features.dtype)], dim=1)))
+        return self.layers(content)
 
 
 def init_generator_weights(module: nn.Module) -> None:
@@ -217,9 +205,6 @@ class StyleFreeGenerator(nn.Module):
         padding_mode: padding of every conv. Reference: "reflect".
         input_noise_std: std of Gaussian noise added to encoder inputs in training mode only
             (reference: 0.1); 0 disables it.
-        skip_channels: the decoder's full-resolution skip input (``Decoder``); 0 (reference): none. The
-            sim->real decoder G_B takes the texture projection π there (``TritonModel.translate``), so the
-            texture's detail and colour reach the translation past the content bottleneck.
     """
 
     def __init__(
@@ -231,7 +216,6 @@ class StyleFreeGenerator(nn.Module):
         content_channels: int = 8,
         padding_mode: str = "reflect",
         input_noise_std: float = 0.1,
-        skip_channels: int = 0,
     ) -> None:
         super().__init__()
         self.input_noise_std = input_noise_std
@@ -239,7 +223,7 @@ class StyleFreeGenerator(nn.Module):
             in_channels, base_channels, num_downsample, num_res_blocks, content_channels, padding_mode
         )
         self.decoder = Decoder(
-            in_channels, base_channels, num_downsample, num_res_blocks, content_channels, padding_mode, skip_channels
+            in_channels, base_channels, num_downsample, num_res_blocks, content_channels, padding_mode
         )
         init_generator_weights(self)
 
@@ -256,10 +240,9 @@ class StyleFreeGenerator(nn.Module):
             x = x + torch.randn_like(x) * self.input_noise_std
         return self.encoder(x)
 
-    def decode(self, content: Tensor, skip: Tensor | None = None) -> Tensor:
-        """Image of this domain from a content code: (B, content_channels, h, w) → (B, C, H, W) in [-1, 1];
-        ``skip``: the decoder's (B, skip_channels, H, W) skip image (``Decoder.forward``)."""
-        return self.decoder(content, skip)
+    def decode(self, content: Tensor) -> Tensor:
+        """Image of this domain from a content code: (B, content_channels, h, w) → (B, C, H, W) in [-1, 1]."""
+        return self.decoder(content)
 
     def forward(self, x: Tensor) -> Tensor:
         """Within-domain reconstruction ``G(E(x))``: (B, C, H, W) → (B, C, H, W) in [-1, 1]."""

@@ -39,9 +39,7 @@ class TritonModel(nn.Module):
         texture: a ``NeuralTexture`` (or ``RasterTexture``): ``(uv, label) -> (B, C, H, W)`` in [0, 1].
         sim_input: builds x_a from texture, uv and label (multipliers give the ablations).
         generator_sim: auto-encoder of the sim domain (E_A, G_A); ``in_channels = sim_input.out_channels``.
-        generator_real: auto-encoder of the real domain (E_B, G_B); 3 channels. With ``skip_channels`` equal to
-            the texture's channels, G_B also takes the texture projection π at full resolution when it
-            translates (``translate``); 0: x_ab = G_B(E_A(x_a)) as the paper.
+        generator_real: auto-encoder of the real domain (E_B, G_B); 3 channels.
     """
 
     def __init__(
@@ -52,10 +50,6 @@ class TritonModel(nn.Module):
         generator_real: StyleFreeGenerator,
     ) -> None:
         super().__init__()
-        skip = generator_real.decoder.skip_channels
-        if skip not in (0, sim_input.texture_channels):
-            raise ValueError(f"generator_real.skip_channels must be 0 or the texture's {sim_input.texture_channels} "
-                             f"channels, got {skip}")
         self.texture = texture
         self.sim_input = sim_input
         self.generator_sim = generator_sim
@@ -100,25 +94,14 @@ class TritonModel(nn.Module):
         """
         return self.sim_input(batch.texture, batch.uv, batch.label), texture_projection(batch.texture, batch.label)
 
-    def translate(self, x_a: Tensor, projection: Tensor) -> Tensor:
-        """Sim -> real: x_ab = G_B(E_A(x_a)) (with π at G_B's skip input when it has one).
-
-        Args:
-            x_a: (B, 6 + C - 3, H, W) from ``sim_image``.
-            projection: (B, C, H, W) the texture projection π from ``sim_image``.
-
-        Returns:
-            (B, 3, H, W) in [-1, 1].
-        """
-        return self.decode_real(self.generator_sim.encode(x_a), projection)
-
-    def decode_real(self, content: Tensor, projection: Tensor) -> Tensor:
-        """G_B of a sim content code c_a: (B, 8, h, w) -> (B, 3, H, W) in [-1, 1]; π as in ``translate``."""
-        return self.generator_real.decode(content, projection if self.generator_real.decoder.skip_channels else None)
+    def translate(self, x_a: Tensor) -> Tensor:
+        """Sim -> real: x_ab = G_B(E_A(x_a)), (B, 6 + C - 3, H, W) -> (B, 3, H, W) in [-1, 1]."""
+        return self.generator_real.decode(self.generator_sim.encode(x_a))
 
     def forward(self, uv: Tensor, label: Tensor, supersample: int = 1) -> Tensor:
         """Translate G-buffers to real-looking images: (B, 3, H, W) in [-1, 1]."""
-        return self.translate(*self.sim_image(self.sample_texture(uv, label, supersample)))
+        x_a, _ = self.sim_image(self.sample_texture(uv, label, supersample))
+        return self.translate(x_a)
 
 
 @torch.no_grad()
