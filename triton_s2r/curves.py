@@ -62,8 +62,9 @@ def plot_curves(rows: list[dict[str, float]], out: Path) -> None:
     if not names:
         return
     columns = min(3, len(names))
-    figure, axes = plt.subplots(math.ceil(len(names) / columns), columns, figsize=(4.2 * columns, 3.2 * math.ceil(
-        len(names) / columns)), squeeze=False, constrained_layout=True)
+    rows_of_panels = math.ceil(len(names) / columns)
+    figure, axes = plt.subplots(rows_of_panels, columns, figsize=(4.2 * columns, 3.2 * rows_of_panels), squeeze=False,
+                                constrained_layout=True)
     batches = np.array([row["batch"] for row in rows])
     minutes = np.array([row["wall_s"] / 60 for row in rows])
     for ax, name in zip(axes.flat, names, strict=False):
