@@ -27,6 +27,16 @@ def test_help_lists_subcommands() -> None:
     assert "--backend" in out and "--preset" in out and "--experiment" in out
 
 
+@pytest.mark.parametrize("command", ["demo", "translate", "export-textures", "make-dataset", "eval", "downstream"])
+def test_help_shows_each_default_once_and_readably(command: str, capsys) -> None:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    assert "(default: None)" not in text and "(default: False)" not in text and "(default: (" not in text
+    for option in text.split(" --")[1:]:
+        assert option.count("default") <= 1, f"--{option}"
+
+
 def test_render_to_files_writes_uvl_frames_and_resumes(tmp_path) -> None:
     # What the demo did before it became the main job (tests/test_translate.py covers the new demo).
     scene, state = builtin_frames(3, width=40, height=40)

@@ -290,6 +290,13 @@ def test_paired_augmentation_keeps_pairs_aligned() -> None:
     torch.testing.assert_close(photo_c[:, 2] * 10, label_c.float())
 
 
+def test_no_experiment_on_a_cpu_warns_about_the_reference_networks(tiny_data, tmp_path) -> None:
+    out = tmp_path / "paper_on_cpu"  # system.lr=0 stops it right after the warning, before any model is built
+    assert main(["train", "logger=none", f"data.root={tiny_data}", f"hydra.run.dir={out}", "system.lr=0"]) == 2
+    log = (out / "train.log").read_text()
+    assert "no experiment given and no GPU" in log and "experiment=demo" in log
+
+
 def test_missing_checkpoint_is_a_clear_error(tiny_data, tmp_path, capsys) -> None:
     fails(tmp_path, "x", tiny_data, f"resume={tmp_path / 'nowhere'}")
     err = capsys.readouterr().err

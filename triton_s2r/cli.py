@@ -116,6 +116,17 @@ def _shard(text: str) -> tuple[int, int]:
     return i, n
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Appends ``(default: X)`` only where the help does not already speak of the default and there is one to
+    show (not None, False or a required argument)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text or action.required or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        return super()._get_help_string(action)
+
+
 def _fps(text: str) -> float:
     """argparse type of --fps: a positive, finite frame rate (0, negative or nan would leave an empty video)."""
     try:
@@ -166,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
         "sequence to OUT/videos/EXPERIMENT_SEQUENCE.mp4 with the panel UVL | texture | translation | real, "
         "evaluate the run into OUT/eval/EXPERIMENT.json, and print where everything is. Rerun the same command "
         "to finish an interrupted demo.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     demo.add_argument("--out", type=Path, default=Path("outputs"), help="output root (data/, runs/, videos/)")
     demo.add_argument("--preset", choices=["tiny", "small", "full"], default="small", help="benchmark size")
@@ -190,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
         "nvdiffrast on a GPU, else embree). OUT: a .mp4 file (H.264) or a folder of PNG frames; it appears only "
         "when complete. Example: triton-s2r translate outputs/runs/demo outputs/data/small --out seq.mp4 "
         "--side-by-side",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     _add_run_arguments(trans)
     trans.add_argument("input", type=Path, help="dataset root, sequence folder, UVL folder or states.npz")
@@ -222,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run keeps its training scene (RUN/scene: runs on benchmark data do), write its meshes textured with "
         "them: OUT/obj/*.obj (+ .mtl), "
         "OUT/glb/*.glb, and OUT/scene.glb with all objects posed as in the first test frame.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     _add_run_arguments(export)
     export.add_argument("--out", type=Path, required=True, help="output folder")
@@ -252,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
         "reported as null; every null key has its reason under 'absent'. Examples: triton-s2r eval "
         "outputs/runs/demo outputs/data/small --out outputs/metrics.json; triton-s2r eval cyclegan_frames "
         "outputs/data/small --out outputs/cyclegan.json",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     _add_run_arguments(ev, "source", "run directory (config.yaml) or frames folder (test/000000.png, ...)",
                        only="run only: ")
@@ -280,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
         "_train_states (the real frames of the training states: only the domain gap, no generalisation), "
         "train_on, n_train, n_test, seed, steps. Seeded and deterministic on one device. Example: triton-s2r "
         "downstream outputs/data/small --train-on outputs/runs/demo --out outputs/downstream/demo.json",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     down.add_argument("dataset_dir", type=Path, help="benchmark dataset folder (dataset.yaml)")
     down.add_argument("--train-on", required=True, metavar="SOURCE",
@@ -306,14 +317,15 @@ def build_parser() -> argparse.ArgumentParser:
         "the same arguments (other arguments: refused, or --rebuild); --shard I/N renders every N-th frame so N "
         "processes can share the work. Needs the "
         "'scenes' extra (pybullet, yourdfpy, xatlas, mitsuba). Format: data/README.md.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     make.add_argument("--preset", choices=["tiny", "small", "full"], default="tiny", help="dataset size")
     make.add_argument("--out", type=Path, required=True, help="output folder")
     make.add_argument("--seed", type=int, default=0, help="random seed (states, appearance, noise)")
     make.add_argument("--frames", type=int, default=None, help="frames per training split (overrides the preset)")
     make.add_argument("--resolution", type=int, default=None, help="image size in pixels (overrides the preset)")
-    make.add_argument("--shard", type=_shard, default=(0, 1), help="render only shard I of N (I/N)")
+    make.add_argument("--shard", type=_shard, default=(0, 1),
+                      help="render only shard I of N (I/N; default: all frames)")
     make.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
                       help="render backend for the sim frames")
     make.add_argument("--uvl-format", choices=["png", "exr"], default="png", help="UVL file format")

@@ -152,8 +152,12 @@ def train(cfg: DictConfig) -> Path:
     and the RNG states travel in the checkpoint), or does nothing when it has finished; ``resume=`` continues
     any checkpoint with the given settings.
     """
-    run = RunDir(Path(HydraConfig.get().runtime.output_dir))
+    hydra_config = HydraConfig.get()
+    run = RunDir(Path(hydra_config.runtime.output_dir))
     _log_to_run()
+    if hydra_config.runtime.choices.get("experiment") is None and not torch.cuda.is_available():
+        log.warning("no experiment given and no GPU: the reference networks train at about a minute per batch on a "
+                    "CPU; for a CPU run pass experiment=demo (minutes) or experiment=tiny (seconds)")
     check_training_config(cfg)
     if rank_zero_only.rank == 0:
         for path in run.remove_partial_files():
