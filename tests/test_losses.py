@@ -17,7 +17,6 @@ from triton_s2r.losses import (
     surface_consistency_loss,
     texture_reality_loss,
     texture_reality_target,
-    unproject_to_texels,
 )
 from triton_s2r.losses.reconstruction import MS_SSIM_BETAS
 from triton_s2r.models import (
@@ -28,6 +27,7 @@ from triton_s2r.models import (
     StyleFreeGenerator,
     texture_projection,
 )
+from triton_s2r.models.texture_space import unproject_to_texels
 
 NUM_LABELS = 2
 GRID = 8

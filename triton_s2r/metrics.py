@@ -26,8 +26,7 @@ from torch import Tensor
 from torchmetrics.functional.image import structural_similarity_index_measure
 
 from triton_s2r.haarpsi import haarpsi as haarpsi  # re-exported: every eval metric is reachable from here
-from triton_s2r.losses.surface_consistency import unproject_to_texels
-from triton_s2r.models.texture_space import sample_label_textures
+from triton_s2r.models.texture_space import sample_label_textures, unproject_to_texels
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import VOID
 

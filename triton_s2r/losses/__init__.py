@@ -8,11 +8,7 @@ from __future__ import annotations
 
 from triton_s2r.losses.adversarial import discriminator_adversarial_loss, generator_adversarial_loss
 from triton_s2r.losses.reconstruction import ms_ssim, ms_ssim_levels, reconstruction_loss
-from triton_s2r.losses.surface_consistency import (
-    surface_chroma_consistency_loss,
-    surface_consistency_loss,
-    unproject_to_texels,
-)
+from triton_s2r.losses.surface_consistency import surface_chroma_consistency_loss, surface_consistency_loss
 from triton_s2r.losses.texture_reality import texture_reality_loss, texture_reality_target
 
 __all__ = [
@@ -25,5 +21,4 @@ __all__ = [
     "surface_consistency_loss",
     "texture_reality_loss",
     "texture_reality_target",
-    "unproject_to_texels",
 ]

@@ -5,7 +5,7 @@ splatted into its labels' D×D UV grids, and ℓUC penalises how much a texel's 
 images that see it:
 
 1. **Splat.** Every non-void pixel adds its colour to the 4 texels around its (u, v) in its label's grid,
-   with bilinear weights (``texture_space.bilinear_taps``: rows = u, columns = v, texel centres at
+   with bilinear weights (``texture_space.unproject_to_texels``: rows = u, columns = v, texel centres at
    (i + 0.5) / D, the sampling convention of the textures), accumulating colour and weight sums.
 2. **Per-image texel mean** ω[n, l, c, t] = colour sum / weight sum, with w[n, l, t] the weight sum.
 3. **Optional colour normalisation** (reference code, not the paper): ω / (‖ω‖₂ + ε_c), judging by hue
@@ -31,58 +31,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from triton_s2r.models.texture_space import bilinear_taps, check_labels
+from triton_s2r.models.texture_space import unproject_to_texels
 
 #: ε_c of ``surface_chroma_consistency_loss`` (1 was measured worse: docs/lab/results-2026-11-26.md).
 CHROMA_NORMALIZATION_EPS = 0.1
-
-
-def unproject_to_texels(
-    image: Tensor, uv: Tensor, label: Tensor, num_labels: int, grid_size: int = 128
-) -> tuple[Tensor, Tensor]:
-    """Bilinearly splat each image into per-label UV grids (steps 1-2 above).
-
-    Vectorised with ``index_add``; no loops over pixels, labels or images.
-
-    Args:
-        image: (B, C, H, W) float, e.g. a translation x_ab in [-1, 1].
-        uv: (B, 2, H, W) float; channel 0 = u, 1 = v, in [0, 1] (clamped).
-        label: (B, H, W) int64; 0 = void (ignored), 1..K = objects.
-        num_labels: K.
-        grid_size: D, texels per side of each label's grid. Reference: 128.
-
-    Returns:
-        ``(texel_mean, texel_weight)``: (B, K, C, D, D) float32 per-image weighted mean colour (0 where
-        unseen) and (B, K, D, D) float32 splatted weight; ``[n, l - 1, :, row, col]`` is label l at
-        ``(u, v) ≈ ((row + 0.5) / D, (col + 0.5) / D)``. The weight-averaged ``texel_mean`` over the batch
-        is the "recovered texture".
-    """
-    check_labels(label, num_labels, check_range=not label.is_cuda)
-    batch, channels = image.shape[:2]
-    # float32 accumulation: index_add in bf16 would round the sums of many pixels. Void pixels are splatted
-    # with weight 0 into label 1's grid rather than filtered out, which would cost a device synchronisation.
-    colours = image.float().permute(0, 2, 3, 1).reshape(-1, channels)  # (B*H*W, C)
-    flat_label = label.reshape(-1)
-    visible = flat_label > 0
-    u = torch.where(visible, uv[:, 0].reshape(-1).float(), 0.0)  # void UVs may hold anything
-    v = torch.where(visible, uv[:, 1].reshape(-1).float(), 0.0)
-    image_index = torch.arange(batch, device=label.device).repeat_interleave(label[0].numel())
-    grid_base = ((image_index * num_labels + flat_label.clamp(min=1) - 1) * grid_size) * grid_size
-
-    r0, r1, wr0, wr1 = bilinear_taps(u, grid_size)
-    c0, c1, wc0, wc1 = bilinear_taps(v, grid_size)
-    index = torch.cat([grid_base + r * grid_size + c for r, c in ((r0, c0), (r0, c1), (r1, c0), (r1, c1))])
-    weight = torch.cat([wr0 * wc0, wr0 * wc1, wr1 * wc0, wr1 * wc1]) * visible.float().repeat(4)  # (4N,)
-
-    num_texels = batch * num_labels * grid_size * grid_size
-    weighted_colours = colours.repeat(4, 1) * weight[:, None]  # (4N, C), tap-major like ``index``
-    colour_sum = colours.new_zeros(num_texels, channels).index_add(0, index, weighted_colours)
-    weight_sum = weight.new_zeros(num_texels).index_add(0, index, weight)
-    seen = weight_sum > 0
-    texel_mean = colour_sum / torch.where(seen, weight_sum, torch.ones_like(weight_sum))[:, None]
-
-    texel_mean = texel_mean.view(batch, num_labels, grid_size, grid_size, channels).permute(0, 1, 4, 2, 3)
-    return texel_mean, weight_sum.view(batch, num_labels, grid_size, grid_size)
 
 
 def surface_consistency_loss(
