@@ -15,7 +15,7 @@ from torch import Tensor
 
 from triton_s2r.augment import augment_paired
 from triton_s2r.losses import discriminator_adversarial_loss, generator_adversarial_loss, reconstruction_loss
-from triton_s2r.system import TritonSystem
+from triton_s2r.system import Forward, TritonSystem
 
 
 class PairedSystem(TritonSystem):
@@ -33,19 +33,19 @@ class PairedSystem(TritonSystem):
                                          self.hparams.crop_size)
         return uv, label, 1, real
 
-    def _forward(self, uv: Tensor, label: Tensor, supersample: int, real: Tensor) -> dict[str, Tensor]:
+    def _forward(self, uv: Tensor, label: Tensor, supersample: int, real: Tensor) -> Forward:
         m = self.model
         x_a, projection = m.sim_image(m.sample_texture(uv, label, supersample))
-        return {"x_a": x_a, "projection": projection, "real": real, "x_ab": m.translate(x_a)}
+        return Forward(uv=uv, label=label, x_a=x_a, projection=projection, real=real, x_ab=m.translate(x_a))
 
-    def _discriminator_loss(self, out: dict[str, Tensor]) -> Tensor:
-        logits = self._logits(self.discriminator_real, out["real"])
-        fake = self._logits(self.discriminator_real, out["x_ab"].detach())
+    def _discriminator_loss(self, out: Forward) -> Tensor:
+        logits = self._logits(self.discriminator_real, out.real)
+        fake = self._logits(self.discriminator_real, out.x_ab.detach())
         return self.loss_weights["adversarial"] * discriminator_adversarial_loss(logits, fake, self.hparams.gan_type)
 
-    def _generator_terms(self, out: dict[str, Tensor]) -> dict[str, Tensor]:
+    def _generator_terms(self, out: Forward) -> dict[str, Tensor]:
         return {
-            "adversarial": generator_adversarial_loss(self._logits(self.discriminator_real, out["x_ab"]),
+            "adversarial": generator_adversarial_loss(self._logits(self.discriminator_real, out.x_ab),
                                                       self.hparams.gan_type),
-            "paired": reconstruction_loss(out["x_ab"].float(), out["real"].float(), "l1"),
+            "paired": reconstruction_loss(out.x_ab.float(), out.real.float(), "l1"),
         }

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import random
+from dataclasses import dataclass
 
 import numpy as np
 import pytorch_lightning as pl
@@ -48,6 +49,30 @@ LOSS_TERMS = ("adversarial", "reconstruction", "content", "cycle", "surface_cons
 #: Batches between reads of the non-finite step counters (each read waits for the GPU).
 NONFINITE_CHECK_EVERY = 10
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+@dataclass(frozen=True)
+class Forward:
+    """One forward pass of a batch, shared by the discriminator and generator phases.
+
+    Attributes:
+        uv, label: (B, 2, H, W) and (B, H, W) of the sim batch at output resolution.
+        x_a: (B, 6 + C - 3, H, W) the sim input; projection: (B, C, H, W) the texture projection π.
+        real: (B, 3, H, W) photos in [-1, 1].
+        x_ab: (B, 3, H, W) the sim -> real translation in [-1, 1].
+        c_a, c_b: content codes of x_a and of the photos; x_ba: the real -> sim translation (None where a
+            system has no real -> sim half, as the paired oracle).
+    """
+
+    uv: Tensor
+    label: Tensor
+    x_a: Tensor
+    projection: Tensor
+    real: Tensor
+    x_ab: Tensor
+    c_a: Tensor | None = None
+    c_b: Tensor | None = None
+    x_ba: Tensor | None = None
 
 
 class NonFiniteLossError(RuntimeError):
@@ -331,25 +356,24 @@ class TritonSystem(pl.LightningModule):
             log("psnr_masked", metrics.psnr(translation[keep], real[keep], mask=objects[keep]))
         return None
 
-    def _forward(self, uv: Tensor, label: Tensor, supersample: int, real: Tensor) -> dict[str, Tensor]:
+    def _forward(self, uv: Tensor, label: Tensor, supersample: int, real: Tensor) -> Forward:
         """Texture once, then both translations and the codes every loss needs."""
         m = self.model
         sample = m.sample_texture(uv, label, supersample)
         x_a, projection = m.sim_image(sample)
         c_a, c_b = m.generator_sim.encode(x_a), m.generator_real.encode(real)
-        x_ab, x_ba = m.generator_real.decode(c_a), m.generator_sim.decode(c_b)
-        return {"uv": sample.uv, "label": sample.label, "x_a": x_a, "projection": projection, "real": real,
-                "c_a": c_a, "c_b": c_b, "x_ab": x_ab, "x_ba": x_ba}
+        return Forward(uv=sample.uv, label=sample.label, x_a=x_a, projection=projection, real=real,
+                       x_ab=m.generator_real.decode(c_a), c_a=c_a, c_b=c_b, x_ba=m.generator_sim.decode(c_b))
 
-    def _discriminator_loss(self, out: dict[str, Tensor]) -> Tensor:
+    def _discriminator_loss(self, out: Forward) -> Tensor:
         """LSGAN/hinge D loss on the detached translations of this batch's forward pass."""
         gan = self.hparams.gan_type
         # Discriminators run under autocast; their logits are cast to fp32 for the loss (_logits).
         return self.loss_weights["adversarial"] * (
-            discriminator_adversarial_loss(self._logits(self.discriminator_real, out["real"]),
-                                           self._logits(self.discriminator_real, out["x_ab"].detach()), gan)
-            + discriminator_adversarial_loss(self._logits(self.discriminator_sim, out["x_a"].detach()),
-                                             self._logits(self.discriminator_sim, out["x_ba"].detach()), gan)
+            discriminator_adversarial_loss(self._logits(self.discriminator_real, out.real),
+                                           self._logits(self.discriminator_real, out.x_ab.detach()), gan)
+            + discriminator_adversarial_loss(self._logits(self.discriminator_sim, out.x_a.detach()),
+                                             self._logits(self.discriminator_sim, out.x_ba.detach()), gan)
         )
 
     @torch.no_grad()
@@ -378,12 +402,12 @@ class TritonSystem(pl.LightningModule):
         optimizer.step()
         return skipped
 
-    def _generator_terms(self, out: dict[str, Tensor]) -> dict[str, Tensor]:
+    def _generator_terms(self, out: Forward) -> dict[str, Tensor]:
         """Unweighted generator + texture terms under their paper names (terms with weight 0 skipped)."""
         h, m, w = self.hparams, self.model, self.loss_weights
         surface_losses_on = self._batches >= h.surface_losses_from
         sim_range = 2.0 * max(1.0, m.sim_input.hint_multiplier + m.sim_input.texture_multiplier)
-        x_a, real, x_ab, x_ba = out["x_a"], out["real"], out["x_ab"], out["x_ba"]
+        x_a, real, x_ab, x_ba = out.x_a, out.real, out.x_ab, out.x_ba
 
         def omega(prediction: Tensor, target: Tensor, data_range: float, criterion: str = h.criterion) -> Tensor:
             with torch.autocast(self.device.type, enabled=False):  # MS-SSIM's filters in fp32
@@ -397,30 +421,30 @@ class TritonSystem(pl.LightningModule):
             )
         target_a = x_a.detach() if h.detach_sim_targets else x_a  # the target side of recon and cycle
         if w["reconstruction"]:
-            terms["reconstruction"] = (omega(m.generator_sim.decode(out["c_a"]), target_a, sim_range)
-                                       + omega(m.generator_real.decode(out["c_b"]), real, 2.0))
+            terms["reconstruction"] = (omega(m.generator_sim.decode(out.c_a), target_a, sim_range)
+                                       + omega(m.generator_real.decode(out.c_b), real, 2.0))
         if w["content"] or w["cycle"]:
             c_ab, c_ba = m.generator_real.encode(x_ab), m.generator_sim.encode(x_ba)
             if w["content"]:
-                terms["content"] = (omega(c_ab, out["c_a"], 1.0, h.content_criterion)
-                                    + omega(c_ba, out["c_b"], 1.0, h.content_criterion))
+                terms["content"] = (omega(c_ab, out.c_a, 1.0, h.content_criterion)
+                                    + omega(c_ba, out.c_b, 1.0, h.content_criterion))
             if w["cycle"]:
                 terms["cycle"] = (omega(m.generator_sim.decode(c_ab), target_a, sim_range)
                                   + omega(m.generator_real.decode(c_ba), real, 2.0))
         with torch.autocast(self.device.type, enabled=False):
             if w["surface_consistency"] and surface_losses_on:
                 terms["surface_consistency"] = surface_consistency_loss(
-                    x_ab.float(), out["uv"], out["label"], m.num_labels, h.surface_grid_size,
+                    x_ab.float(), out.uv, out.label, m.num_labels, h.surface_grid_size,
                     color_normalization_eps=h.surface_color_normalization_eps,
                     clip_frames=h.surface_consistency_clip_frames)
             if w["surface_chroma_consistency"] and surface_losses_on:
                 terms["surface_chroma_consistency"] = surface_chroma_consistency_loss(
-                    x_ab.float(), out["uv"], out["label"], m.num_labels, h.surface_grid_size)
+                    x_ab.float(), out.uv, out.label, m.num_labels, h.surface_grid_size)
             if w["texture_reality"] and surface_losses_on:
-                target = texture_reality_target(out["projection"].float(), x_a.float(), h.texture_reality_target)
+                target = texture_reality_target(out.projection.float(), x_a.float(), h.texture_reality_target)
                 data_range = 2.0 if h.texture_reality_target == "projection" else sim_range
                 terms["texture_reality"] = self._texture_reality_loss(
-                    x_ab.float(), target, out["label"], h.criterion, data_range, h.texture_reality_trains)
+                    x_ab.float(), target, out.label, h.criterion, data_range, h.texture_reality_trains)
         return terms
 
     def _logits(self, discriminator: MultiScaleDiscriminator, image: Tensor) -> list[Tensor]:
@@ -456,16 +480,16 @@ class TritonSystem(pl.LightningModule):
     # ------------------------------------------------------------------------------------ previews
 
     @torch.no_grad()
-    def _preview(self, out: dict[str, Tensor]) -> None:
+    def _preview(self, out: Forward) -> None:
         """Rows: UVL hint, texture projection, translation, a real photo; plus the baked textures.
 
         Written as PNG into the run directory, and to W&B when that logger is used.
         """
         from triton_s2r.utils.files import write_image
 
-        n = min(4, out["x_ab"].shape[0])
-        rows = [to_unit(out["x_a"][:n, 3:6]), to_unit(out["projection"][:n, :3]), to_unit(out["x_ab"][:n]),
-                to_unit(out["real"][:n])]
+        n = min(4, out.x_ab.shape[0])
+        rows = [to_unit(out.x_a[:n, 3:6]), to_unit(out.projection[:n, :3]), to_unit(out.x_ab[:n]),
+                to_unit(out.real[:n])]
         grid = torch.cat([torch.cat(list(r), dim=2) for r in rows], dim=1)  # (3, 4H, nW)
         image = (grid.permute(1, 2, 0).cpu().numpy() * 255).round().astype(np.uint8)
         # The learned textures themselves, one tile per label (rows follow u, columns follow v).
