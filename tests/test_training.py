@@ -297,6 +297,20 @@ def test_no_experiment_on_a_cpu_warns_about_the_reference_networks(tiny_data, tm
     assert "no experiment given and no GPU" in log and "experiment=demo" in log
 
 
+def test_a_users_own_experiment_from_a_config_dir(tiny_data, tmp_path) -> None:
+    """`--config-dir DIR` adds DIR to the search path: DIR/experiment/NAME.yaml is an experiment (docs/training.md)."""
+    (tmp_path / "conf" / "experiment").mkdir(parents=True)
+    (tmp_path / "conf" / "experiment" / "mine.yaml").write_text(
+        "# @package _global_\nsystem:\n  lr: 3.0e-4\nloss:\n  detach_sim_targets: true\n")
+    out = tmp_path / "mine"
+    assert main(["train", "--config-dir", str(tmp_path / "conf"), "experiment=[tiny,mine]", "logger=none",
+                 "trainer.enable_progress_bar=false", "trainer.max_epochs=1", f"data.root={tiny_data}",
+                 f"hydra.run.dir={out}"]) == 0
+    cfg = yaml.safe_load((out / "config.yaml").read_text())
+    assert cfg["system"]["lr"] == 3e-4 and cfg["loss"]["detach_sim_targets"] is True
+    assert cfg["system"]["crop_size"] == 48  # tiny's settings still apply
+
+
 def test_missing_checkpoint_is_a_clear_error(tiny_data, tmp_path, capsys) -> None:
     fails(tmp_path, "x", tiny_data, f"resume={tmp_path / 'nowhere'}")
     err = capsys.readouterr().err
