@@ -117,9 +117,9 @@ def train_and_evaluate(run: Run, data: str, budget_seconds: int, gpu: str | None
     result = json.loads(metrics_path.read_text())
     if downstream:
         result.update(downstream_metrics(str(run.run_dir), data, run.seed, run.run_dir / "downstream.json", env))
-    state = load_checkpoint(RunDir(run.run_dir).last)
-    outcome = Outcome(run, result, seconds, int(state["state_dict"]["batches_done"]),
-                      read_curves(run.run_dir / "curves.csv"))
+    run_dir = RunDir(run.run_dir)
+    state = load_checkpoint(run_dir.last)
+    outcome = Outcome(run, result, seconds, int(state["state_dict"]["batches_done"]), read_curves(run_dir.curves_path))
     print(run_row(outcome), flush=True)
     return outcome
 

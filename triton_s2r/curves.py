@@ -98,19 +98,12 @@ class TrainingCurves(pl.Callback):
         self.video_fps = video_fps
         self._start = time.perf_counter()
         self._offset = 0.0
+        self._rows: list[dict[str, float]] = []
         self._frames: list[torch.Tensor] = []
 
-    @property
-    def csv_path(self) -> Path:
-        return self.run.path / "curves.csv"
-
-    @property
-    def plot_path(self) -> Path:
-        return self.run.path / "plots" / "curves.png"
-
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        rows = read_curves(self.csv_path)
-        self._offset = rows[-1]["wall_s"] if rows else 0.0  # a resumed run's clock goes on
+        self._rows = read_curves(self.run.curves_path)
+        self._offset = self._rows[-1]["wall_s"] if self._rows else 0.0  # a resumed run's clock goes on
         self._start = time.perf_counter()
 
     def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx: int,
@@ -130,18 +123,18 @@ class TrainingCurves(pl.Callback):
         if not values:
             return
         batch = int(pl_module.batches_done)
-        rows = [row for row in read_curves(self.csv_path) if row["batch"] < batch]  # a resumed run redoes rows
-        rows.append({"batch": batch, "wall_s": self._offset + time.perf_counter() - self._start,
-                     "epoch": trainer.current_epoch, **values})
-        write_curves(self.csv_path, rows)
-        plot_curves(rows, self.plot_path)
+        self._rows = [row for row in self._rows if row["batch"] < batch]  # a resumed run redoes rows
+        self._rows.append({"batch": batch, "wall_s": self._offset + time.perf_counter() - self._start,
+                           "epoch": trainer.current_epoch, **values})
+        write_curves(self.run.curves_path, self._rows)
+        plot_curves(self._rows, self.run.curves_plot_path)
         if frames:
             self._write_video(trainer, torch.cat(frames), batch)
 
     def _write_video(self, trainer: pl.Trainer, frames: torch.Tensor, batch: int) -> None:
         from triton_s2r.video import frame_writer
 
-        path = self.run.preview_dir / "val_sequence.mp4"
+        path = self.run.validation_video_path
         with frame_writer(path, fps=self.video_fps) as write:
             write((frames.permute(0, 2, 3, 1).numpy() * 255).round().astype(np.uint8))
         logger = trainer.logger

@@ -12,7 +12,9 @@ Layout::
     RUN/status.yaml                 written when training has run all its epochs
     RUN/train.log                   what training logged
     RUN/csv/, RUN/wandb/            metrics (logger=csv, logger=wandb)
-    RUN/previews/                   image grids and texture tiles written during training
+    RUN/previews/                   image grids and texture tiles written during training, and the newest
+                                    validation video (val_sequence.mp4)
+    RUN/curves.csv, RUN/plots/      the validation measures of every validation, and their plot
 
 A run directory is self-contained: copied to another machine, it translates and exports with no dataset
 present. Checkpoints are read with ``torch.load(weights_only=True)`` only, so a run from elsewhere cannot
@@ -46,6 +48,9 @@ BEST = "best.ckpt"
 STATUS = "status.yaml"
 LOG = "train.log"
 PREVIEW_DIR = "previews"
+CURVES = "curves.csv"
+CURVES_PLOT = "plots/curves.png"
+VALIDATION_VIDEO = "val_sequence.mp4"
 #: File name pattern of the numbered checkpoints (``ModelCheckpoint`` fills in the epoch).
 EPOCH_PATTERN = "epoch{epoch:04d}"
 MODEL_PREFIX = "model."
@@ -147,6 +152,20 @@ class RunDir:
     @property
     def scene_dir(self) -> Path:
         return self.path / SCENE_DIR
+
+    @property
+    def curves_path(self) -> Path:
+        """``curves.csv``: a row of validation measures per validation (``triton_s2r.curves``)."""
+        return self.path / CURVES
+
+    @property
+    def curves_plot_path(self) -> Path:
+        return self.path / CURVES_PLOT
+
+    @property
+    def validation_video_path(self) -> Path:
+        """The newest translation of the validation sequence."""
+        return self.preview_dir / VALIDATION_VIDEO
 
     # ---------------------------------------------------------------------------------------------- config
 
