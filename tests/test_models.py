@@ -309,3 +309,53 @@ def test_compiled_reflect_conv_matches_eager_conv():
     (grad,) = torch.autograd.grad(out.square().sum(), x)
     (grad_expected,) = torch.autograd.grad(expected.square().sum(), x)
     torch.testing.assert_close(grad, grad_expected)
+
+
+def test_shade_keeps_the_image_on_void_and_shades_the_texture_on_surfaces() -> None:
+    from triton_s2r.models.shading import shade
+
+    uv, label = make_gbuffer()
+    texture = tiny_texture()(uv, label).detach().requires_grad_(True)
+    image, shading = torch.rand(2, 3, 32, 32) * 2 - 1, torch.rand(2, 1, 32, 32) * 2 - 1
+    out = shade(image, shading, texture, label)
+    void = (label == 0).unsqueeze(1).expand_as(out)
+    assert torch.equal(out[void], image[void])
+    surface = ~void
+    expected = 2 * texture * (1 + shading) - 1
+    assert torch.allclose(out[surface], expected[surface])
+    assert torch.equal(shade(image, torch.zeros_like(shading), texture, label)[surface],
+                       (2 * texture - 1)[surface])  # gain 1: the texture as it is
+    out.sum().backward()
+    assert texture.grad[surface].abs().sum() > 0 and texture.grad[void].abs().sum() == 0
+
+
+def test_shaded_model_sends_the_translation_gradient_straight_to_the_texture() -> None:
+    from triton_s2r.models.triton import TritonModel
+
+    def model(shading_channels: int, texture_multiplier: float = 1.0) -> TritonModel:
+        torch.manual_seed(0)
+        sim_input = SimInput(NUM_LABELS, texture_multiplier=texture_multiplier)
+        return TritonModel(tiny_texture(output_init_scale=0.0), sim_input,
+                           tiny_generator(6), tiny_generator(3, extra_out_channels=shading_channels),
+                           shading_channels=shading_channels)
+
+    uv, label = make_gbuffer()
+    shaded = model(1)
+    x_ab = shaded(uv, label)
+    assert x_ab.shape == (2, 3, 32, 32) and x_ab.min() >= -1 and x_ab.max() <= 3
+    surface = (label > 0).unsqueeze(1).expand_as(x_ab)
+    # The gradient of x_ab reaches the texture's last layer directly (through the encoder it would be tiny).
+    x_ab[surface].mean().backward()
+    assert shaded.texture.weights[-1].grad.abs().sum() > 0
+    # x_a and the fixed-texture translation (for cycle, content and ℓUC) carry no gradient to the texture.
+    batch = shaded.sample_texture(uv, label)
+    x_a, projection = shaded.sim_image(batch)
+    _, x_ab_fixed = shaded.decode_real(shaded.generator_sim.encode(x_a), batch)
+    assert not x_a.requires_grad and projection.requires_grad
+    shaded.zero_grad()
+    x_ab_fixed.mean().backward()
+    assert all(p.grad is None or not p.grad.any() for p in shaded.texture.parameters())
+    with pytest.raises(ValueError, match="extra_out_channels"):
+        TritonModel(tiny_texture(), SimInput(NUM_LABELS), tiny_generator(6), tiny_generator(3), shading_channels=1)
+    with pytest.raises(ValueError, match="no texture"):
+        model(1, texture_multiplier=0.0)

@@ -35,8 +35,11 @@ class PairedSystem(TritonSystem):
 
     def _forward(self, uv: Tensor, label: Tensor, supersample: int, real: Tensor) -> Forward:
         m = self.model
-        x_a, projection = m.sim_image(m.sample_texture(uv, label, supersample))
-        return Forward(uv=uv, label=label, x_a=x_a, projection=projection, real=real, x_ab=m.translate(x_a))
+        sample = m.sample_texture(uv, label, supersample)
+        x_a, projection = m.sim_image(sample)
+        x_ab = m.translate(x_a, sample)
+        return Forward(uv=uv, label=label, x_a=x_a, projection=projection, real=real, x_ab=x_ab,
+                       x_ab_fixed_texture=x_ab)
 
     def _discriminator_loss(self, out: Forward) -> Tensor:
         logits = self._logits(self.discriminator_real, out.real)

@@ -60,6 +60,8 @@ class Forward:
         x_a: (B, 6 + C - 3, H, W) the sim input; projection: (B, C, H, W) the texture projection π.
         real: (B, 3, H, W) photos in [-1, 1].
         x_ab: (B, 3, H, W) the sim -> real translation in [-1, 1].
+        x_ab_fixed_texture: x_ab with the texture's gradient stopped where the model shades the texture
+            (``TritonModel.decode_real``), else x_ab itself.
         c_a, c_b: content codes of x_a and of the photos; x_ba: the real -> sim translation (None where a
             system has no real -> sim half, as the paired oracle).
     """
@@ -70,6 +72,7 @@ class Forward:
     projection: Tensor
     real: Tensor
     x_ab: Tensor
+    x_ab_fixed_texture: Tensor
     c_a: Tensor | None = None
     c_b: Tensor | None = None
     x_ba: Tensor | None = None
@@ -362,8 +365,9 @@ class TritonSystem(pl.LightningModule):
         sample = m.sample_texture(uv, label, supersample)
         x_a, projection = m.sim_image(sample)
         c_a, c_b = m.generator_sim.encode(x_a), m.generator_real.encode(real)
-        return Forward(uv=sample.uv, label=sample.label, x_a=x_a, projection=projection, real=real,
-                       x_ab=m.generator_real.decode(c_a), c_a=c_a, c_b=c_b, x_ba=m.generator_sim.decode(c_b))
+        x_ab, x_ab_fixed_texture = m.decode_real(c_a, sample)
+        return Forward(uv=sample.uv, label=sample.label, x_a=x_a, projection=projection, real=real, x_ab=x_ab,
+                       x_ab_fixed_texture=x_ab_fixed_texture, c_a=c_a, c_b=c_b, x_ba=m.generator_sim.decode(c_b))
 
     def _discriminator_loss(self, out: Forward) -> Tensor:
         """LSGAN/hinge D loss on the detached translations of this batch's forward pass."""
@@ -424,7 +428,7 @@ class TritonSystem(pl.LightningModule):
             terms["reconstruction"] = (omega(m.generator_sim.decode(out.c_a), target_a, sim_range)
                                        + omega(m.generator_real.decode(out.c_b), real, 2.0))
         if w["content"] or w["cycle"]:
-            c_ab, c_ba = m.generator_real.encode(x_ab), m.generator_sim.encode(x_ba)
+            c_ab, c_ba = m.generator_real.encode(out.x_ab_fixed_texture), m.generator_sim.encode(x_ba)
             if w["content"]:
                 terms["content"] = (omega(c_ab, out.c_a, 1.0, h.content_criterion)
                                     + omega(c_ba, out.c_b, 1.0, h.content_criterion))
@@ -434,12 +438,12 @@ class TritonSystem(pl.LightningModule):
         with torch.autocast(self.device.type, enabled=False):
             if w["surface_consistency"] and surface_losses_on:
                 terms["surface_consistency"] = surface_consistency_loss(
-                    x_ab.float(), out.uv, out.label, m.num_labels, h.surface_grid_size,
+                    out.x_ab_fixed_texture.float(), out.uv, out.label, m.num_labels, h.surface_grid_size,
                     color_normalization_eps=h.surface_color_normalization_eps,
                     clip_frames=h.surface_consistency_clip_frames)
             if w["surface_chroma_consistency"] and surface_losses_on:
                 terms["surface_chroma_consistency"] = surface_chroma_consistency_loss(
-                    x_ab.float(), out.uv, out.label, m.num_labels, h.surface_grid_size)
+                    out.x_ab_fixed_texture.float(), out.uv, out.label, m.num_labels, h.surface_grid_size)
             if w["texture_reality"] and surface_losses_on:
                 target = texture_reality_target(out.projection.float(), x_a.float(), h.texture_reality_target)
                 data_range = 2.0 if h.texture_reality_target == "projection" else sim_range

@@ -21,12 +21,11 @@ import os
 from dataclasses import dataclass, fields
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from triton_s2r.config import build_model
 from triton_s2r.models.texture_space import check_labels
-from triton_s2r.models.triton import TritonModel, to_unit
+from triton_s2r.models.triton import SimBatch, TritonModel, to_unit
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import LabelTable, Scene
 from triton_s2r.run_dir import CheckpointError, RunDir, load_model_weights
@@ -216,12 +215,12 @@ class Translator:
         device_type = uv.device.type
         with torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=device_type == "cuda"):
             batch = self.model.sample_texture(uv, label, supersample, baked=baked)
-            x_a, _ = self.model.sim_image(batch)
-            height, width = x_a.shape[-2:]
-            pad_h, pad_w = -height % self.size_multiple, -width % self.size_multiple
-            if pad_h or pad_w:  # replicate the last rows and columns, translate, crop them off again
-                x_a = F.pad(x_a, (0, pad_w, 0, pad_h), mode="replicate")
-            return self.model.translate(x_a)[..., :height, :width], batch.texture
+            height, width = batch.label.shape[-2:]
+            # Sizes the generator cannot take: replicate the last rows and columns, translate, crop them off again.
+            padded = SimBatch(*(_pad_edges(t, -height % self.size_multiple, -width % self.size_multiple)
+                                for t in (batch.uv, batch.label, batch.texture)))
+            x_a, _ = self.model.sim_image(padded)
+            return self.model.translate(x_a, padded)[..., :height, :width], batch.texture
 
     @torch.inference_mode()
     def bake_textures(self, resolution: int = 512) -> Tensor:
@@ -238,3 +237,13 @@ class Translator:
         if resolution < 1:
             raise ValueError(f"resolution must be >= 1, got {resolution}")
         return self.model.texture.bake(resolution)[:, :3].float().clamp(0, 1)
+
+
+def _pad_edges(image: Tensor, pad_h: int, pad_w: int) -> Tensor:
+    """Repeat the last ``pad_h`` rows and ``pad_w`` columns of (..., H, W) of any dtype (labels included)."""
+    if not (pad_h or pad_w):
+        return image
+    height, width = image.shape[-2:]
+    rows = torch.arange(height + pad_h, device=image.device).clamp(max=height - 1)
+    cols = torch.arange(width + pad_w, device=image.device).clamp(max=width - 1)
+    return image[..., rows, :][..., cols]

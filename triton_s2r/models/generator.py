@@ -205,6 +205,8 @@ class StyleFreeGenerator(nn.Module):
         padding_mode: padding of every conv. Reference: "reflect".
         input_noise_std: std of Gaussian noise added to encoder inputs in training mode only
             (reference: 0.1); 0 disables it.
+        extra_out_channels: channels the decoder outputs after the image's (``decode_with_extra``), such as
+            the shading of ``TritonModel`` (docs/method.md §3.3). Reference: 0.
     """
 
     def __init__(
@@ -216,14 +218,18 @@ class StyleFreeGenerator(nn.Module):
         content_channels: int = 8,
         padding_mode: str = "reflect",
         input_noise_std: float = 0.1,
+        extra_out_channels: int = 0,
     ) -> None:
         super().__init__()
+        self.in_channels = in_channels
+        self.extra_out_channels = extra_out_channels
         self.input_noise_std = input_noise_std
         self.encoder = ContentEncoder(
             in_channels, base_channels, num_downsample, num_res_blocks, content_channels, padding_mode
         )
         self.decoder = Decoder(
-            in_channels, base_channels, num_downsample, num_res_blocks, content_channels, padding_mode
+            in_channels + extra_out_channels, base_channels, num_downsample, num_res_blocks, content_channels,
+            padding_mode,
         )
         init_generator_weights(self)
 
@@ -242,7 +248,16 @@ class StyleFreeGenerator(nn.Module):
 
     def decode(self, content: Tensor) -> Tensor:
         """Image of this domain from a content code: (B, content_channels, h, w) → (B, C, H, W) in [-1, 1]."""
-        return self.decoder(content)
+        return self.decoder(content)[:, :self.in_channels]
+
+    def decode_with_extra(self, content: Tensor) -> tuple[Tensor, Tensor]:
+        """The image and the extra output channels of one decoder pass.
+
+        Returns:
+            ``(image, extra)``: (B, C, H, W) and (B, extra_out_channels, H, W), both in [-1, 1].
+        """
+        out = self.decoder(content)
+        return out[:, :self.in_channels], out[:, self.in_channels:]
 
     def forward(self, x: Tensor) -> Tensor:
         """Within-domain reconstruction ``G(E(x))``: (B, C, H, W) → (B, C, H, W) in [-1, 1]."""

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from triton_s2r.models.generator import StyleFreeGenerator
+from triton_s2r.models.shading import shade
 from triton_s2r.models.sim_input import SimInput, texture_projection
 from triton_s2r.models.texture_space import sample_label_textures
 
@@ -39,7 +40,11 @@ class TritonModel(nn.Module):
         texture: a ``NeuralTexture`` (or ``RasterTexture``): ``(uv, label) -> (B, C, H, W)`` in [0, 1].
         sim_input: builds x_a from texture, uv and label (multipliers give the ablations).
         generator_sim: auto-encoder of the sim domain (E_A, G_A); ``in_channels = sim_input.out_channels``.
-        generator_real: auto-encoder of the real domain (E_B, G_B); 3 channels.
+        generator_real: auto-encoder of the real domain (E_B, G_B); 3 channels, plus ``shading_channels``
+            extra decoder outputs.
+        shading_channels: 0 (reference): x_ab is G_B's image. 1 (grey) or 3: x_ab shows the sampled texture
+            times a gain that G_B draws on every surface pixel, and G_B's image on void pixels
+            (``models.shading``, docs/method.md §3.3).
     """
 
     def __init__(
@@ -48,12 +53,23 @@ class TritonModel(nn.Module):
         sim_input: SimInput,
         generator_sim: StyleFreeGenerator,
         generator_real: StyleFreeGenerator,
+        shading_channels: int = 0,
     ) -> None:
         super().__init__()
+        if shading_channels not in (0, 1, 3):
+            raise ValueError(f"model.translator.shading_channels must be 0, 1 or 3, got {shading_channels}")
+        if generator_real.extra_out_channels != shading_channels:
+            raise ValueError(f"generator_real has {generator_real.extra_out_channels} extra output channels but "
+                             f"shading_channels is {shading_channels}; set "
+                             "model.translator.generator_real.extra_out_channels to the same value")
+        if shading_channels and sim_input.texture_multiplier == 0:
+            raise ValueError("model.translator.shading_channels > 0 shades the texture, but texture_multiplier "
+                             "is 0 (no texture); set shading_channels=0")
         self.texture = texture
         self.sim_input = sim_input
         self.generator_sim = generator_sim
         self.generator_real = generator_real
+        self.shading_channels = shading_channels
 
     @property
     def num_labels(self) -> int:
@@ -89,19 +105,43 @@ class TritonModel(nn.Module):
     def sim_image(self, batch: SimBatch) -> tuple[Tensor, Tensor]:
         """x_a and the texture projection π of a batch.
 
+        With ``shading_channels`` > 0 the texture is detached in x_a: it learns from what the translation shows
+        (``decode_real``), not as a code the encoder reads.
+
         Returns:
             ``(x_a, projection)``: (B, 6 + C - 3, H, W) and (B, C, H, W) in [-1, 1] (zero on void).
         """
-        return self.sim_input(batch.texture, batch.uv, batch.label), texture_projection(batch.texture, batch.label)
+        texture = batch.texture.detach() if self.shading_channels else batch.texture
+        return self.sim_input(texture, batch.uv, batch.label), texture_projection(batch.texture, batch.label)
 
-    def translate(self, x_a: Tensor) -> Tensor:
-        """Sim -> real: x_ab = G_B(E_A(x_a)), (B, 6 + C - 3, H, W) -> (B, 3, H, W) in [-1, 1]."""
-        return self.generator_real.decode(self.generator_sim.encode(x_a))
+    def decode_real(self, content: Tensor, batch: SimBatch) -> tuple[Tensor, Tensor]:
+        """x_ab from the content code c_a = E_A(x_a) of ``batch``.
+
+        Without shading x_ab is G_B's image; with ``shading_channels`` > 0, G_B's image on void pixels and the
+        shaded texture on surfaces (``models.shading``).
+
+        Returns:
+            ``(x_ab, x_ab_fixed_texture)``: (B, 3, H, W) in [-1, 1], and the same image with the texture's
+            gradient stopped (the same tensor without shading). Training gives the second to the cycle, content
+            and ℓUC terms, so with shading the texture learns only from the adversarial and ℓTR terms.
+        """
+        if not self.shading_channels:
+            x_ab = self.generator_real.decode(content)
+            return x_ab, x_ab
+        image, shading = self.generator_real.decode_with_extra(content)
+        texture = batch.texture[:, :3]
+        return (shade(image, shading, texture, batch.label),
+                shade(image, shading, texture.detach(), batch.label))
+
+    def translate(self, x_a: Tensor, batch: SimBatch) -> Tensor:
+        """Sim -> real: x_ab = G_B(E_A(x_a)) (``decode_real``), (B, 6 + C - 3, H, W) -> (B, 3, H, W) in [-1, 1]."""
+        return self.decode_real(self.generator_sim.encode(x_a), batch)[0]
 
     def forward(self, uv: Tensor, label: Tensor, supersample: int = 1) -> Tensor:
         """Translate G-buffers to real-looking images: (B, 3, H, W) in [-1, 1]."""
-        x_a, _ = self.sim_image(self.sample_texture(uv, label, supersample))
-        return self.translate(x_a)
+        batch = self.sample_texture(uv, label, supersample)
+        x_a, _ = self.sim_image(batch)
+        return self.translate(x_a, batch)
 
 
 @torch.no_grad()
