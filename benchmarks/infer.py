@@ -35,10 +35,10 @@ from omegaconf import open_dict
 
 from benchmarks.render import benchmark_scene
 from benchmarks.report import machine, write_section
-from triton_s2r.datasets import BenchmarkDataset
+from triton_s2r.data.datasets import BenchmarkDataset
+from triton_s2r.inference.translator import Translator
 from triton_s2r.render import FrameState, Scene, load_scene, make_rasterizer, nvdiffrast_available
 from triton_s2r.render.primitives import orbit_cameras
-from triton_s2r.translator import Translator
 
 
 def build_translator(run_dir: Path | None, experiment: str | None, num_labels: int, device: str,

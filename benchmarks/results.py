@@ -40,8 +40,8 @@ from pathlib import Path
 import torch
 
 from benchmarks.report import commit, machine
-from triton_s2r.curves import read_curves
-from triton_s2r.run_dir import RunDir, load_checkpoint
+from triton_s2r.runs.run_dir import RunDir, load_checkpoint
+from triton_s2r.training.curves import read_curves
 from triton_s2r.utils.files import atomic_write
 
 METHODS = {  # method -> extra overrides

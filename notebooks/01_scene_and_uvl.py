@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from triton_s2r.datasets import BenchmarkDataset
+from triton_s2r.data.datasets import BenchmarkDataset
 from triton_s2r.demo import ensure_dataset
 from triton_s2r.render import load_scene, make_rasterizer
 from triton_s2r.render.preview import preview_image

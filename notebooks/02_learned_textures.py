@@ -27,10 +27,10 @@ import numpy as np
 import trimesh
 from PIL import Image
 
-from triton_s2r.datasets import BenchmarkDataset
+from triton_s2r.data.datasets import BenchmarkDataset
 from triton_s2r.demo import prepare_run
-from triton_s2r.export import export_textures, texture_image
-from triton_s2r.translator import Translator
+from triton_s2r.inference.export import export_textures, texture_image
+from triton_s2r.inference.translator import Translator
 
 TINY = os.environ.get("TRITON_TINY") == "1"  # CI: tiny benchmark and networks, about a minute on a CPU
 OUTPUTS = Path(os.environ.get("TRITON_OUTPUTS", "../outputs"))  # the repository's outputs/ (gitignored)

@@ -29,9 +29,9 @@ from IPython.display import Video
 from PIL import Image
 
 from triton_s2r.demo import prepare_run
-from triton_s2r.metrics import object_mask, psnr
-from triton_s2r.translate import open_input, translate_source
-from triton_s2r.translator import Translator
+from triton_s2r.evaluation.metrics import object_mask, psnr
+from triton_s2r.inference.sequences import open_input, translate_source
+from triton_s2r.inference.translator import Translator
 
 TINY = os.environ.get("TRITON_TINY") == "1"  # CI: tiny benchmark and networks, about a minute on a CPU
 OUTPUTS = Path(os.environ.get("TRITON_OUTPUTS", "../outputs"))  # the repository's outputs/ (gitignored)

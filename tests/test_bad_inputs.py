@@ -21,13 +21,13 @@ import trimesh
 import yaml
 
 from triton_s2r.cli import main
-from triton_s2r.datasets import BenchmarkDataset, DatasetError, Photos, UVLFrames, read_photo
+from triton_s2r.data.datasets import BenchmarkDataset, DatasetError, Photos, UVLFrames, read_photo
+from triton_s2r.inference.sequences import translate
+from triton_s2r.inference.video import frame_writer
 from triton_s2r.render import LabelTable, MeshError, UVLFileError, load_mesh, load_scene, uvl_to_gbuffer, write_uvl
 from triton_s2r.render import mesh as mesh_module
 from triton_s2r.render.primitives import box
 from triton_s2r.render.uvl import load_uvl_gbuffer, read_uvl
-from triton_s2r.translate import translate
-from triton_s2r.video import frame_writer
 
 LABELS = LabelTable(("table", "block"), (255, 50), void_value=0)
 

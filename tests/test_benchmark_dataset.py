@@ -11,7 +11,7 @@ import torch
 import yaml
 
 from triton_s2r.cli import main
-from triton_s2r.datasets import BenchmarkDataset, DatasetError, Photos, UVLFrames
+from triton_s2r.data.datasets import BenchmarkDataset, DatasetError, Photos, UVLFrames
 from triton_s2r.render import load_scene, make_rasterizer, write_uvl
 from triton_s2r.render.uvl import gbuffer_to_uvl
 

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from triton_s2r.cli import main
-from triton_s2r.downstream import downstream
+from triton_s2r.evaluation.downstream import downstream
 
 # CPU-cheap settings: a second or two per training on the tiny preset.
 FAST = {"steps": 150, "batch_size": 16, "input_size": 32, "device": "cpu"}

@@ -15,12 +15,12 @@ import torch
 import yaml
 
 from triton_s2r.cli import main
-from triton_s2r.datasets import BenchmarkDataset, DatasetError
-from triton_s2r.evaluate import evaluate
+from triton_s2r.data.datasets import BenchmarkDataset, DatasetError
+from triton_s2r.evaluation.evaluate import evaluate
+from triton_s2r.evaluation.texture_recovery import read_hidden_albedo
+from triton_s2r.inference.translator import Translator
 from triton_s2r.models.texture_space import sample_label_textures
 from triton_s2r.render.gbuffer import GBuffer
-from triton_s2r.texture_recovery import read_hidden_albedo
-from triton_s2r.translator import Translator
 
 
 def test_eval_writes_every_metric(run_dir, data_root, tmp_path, capsys) -> None:

@@ -11,7 +11,7 @@ import time
 import pytest
 import torch
 
-from triton_s2r.run_dir import RunDir, load_checkpoint
+from triton_s2r.runs.run_dir import RunDir, load_checkpoint
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from triton_s2r.metrics import object_mask, psnr, ssim, surface_consistency, warp_error, warp_error_by_label
+from triton_s2r.evaluation.metrics import object_mask, psnr, ssim, surface_consistency, warp_error, warp_error_by_label
 from triton_s2r.render import make_rasterizer
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.primitives import builtin_frames

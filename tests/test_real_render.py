@@ -8,12 +8,12 @@ import torch
 
 pytest.importorskip("mitsuba")
 
-from triton_s2r.benchmark.appearance import Appearance, Material, make_appearance, material_kinds  # noqa: E402
-from triton_s2r.benchmark.real import render_depth, render_real  # noqa: E402
 from triton_s2r.render import make_rasterizer  # noqa: E402
 from triton_s2r.render.camera import Camera  # noqa: E402
 from triton_s2r.render.primitives import builtin_frames, quad  # noqa: E402
 from triton_s2r.render.scene import FrameState, LabelTable, Scene, SceneObject  # noqa: E402
+from triton_s2r.tabletop.appearance import Appearance, Material, make_appearance, material_kinds  # noqa: E402
+from triton_s2r.tabletop.real import render_depth, render_real  # noqa: E402
 
 SIZE = 48
 VARIANT = "scalar_rgb"  # the variant that runs everywhere; the auto-probe is not what these tests check

@@ -15,9 +15,9 @@ import torch
 import yaml
 
 from triton_s2r.cli import main
-from triton_s2r.config import ConfigError
-from triton_s2r.run_dir import CheckpointError, RunDir, load_checkpoint
-from triton_s2r.translator import Translator
+from triton_s2r.inference.translator import Translator
+from triton_s2r.runs.config import ConfigError
+from triton_s2r.runs.run_dir import CheckpointError, RunDir, load_checkpoint
 
 TINY = ["experiment=tiny", "logger=none", "trainer.enable_progress_bar=false", "trainer.max_epochs=3",
         "checkpoints.keep=2"]

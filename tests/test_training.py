@@ -13,8 +13,8 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf, open_dict
 
 from triton_s2r.cli import main
-from triton_s2r.datamodule import ClipSampler, EpochSampler, TritonDataModule
-from triton_s2r.system import NonFiniteLossError
+from triton_s2r.data.datamodule import ClipSampler, EpochSampler, TritonDataModule
+from triton_s2r.training.system import NonFiniteLossError
 
 CONF = Path(__file__).resolve().parent.parent / "triton_s2r" / "conf"
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
@@ -125,7 +125,7 @@ def test_tiny_run_leaves_config_checkpoint_and_previews(tiny_data, tmp_path) -> 
     best = torch.load(run_dir / "checkpoints" / "best.ckpt", weights_only=False)
     best_psnr = max(psnr)
     assert int(best["state_dict"]["batches_done"]) == 5 * (psnr.index(best_psnr) + 1)
-    from triton_s2r.translator import Translator
+    from triton_s2r.inference.translator import Translator
 
     assert Translator.from_run_dir(run_dir, checkpoint="best", device="cpu").num_labels == 9
 
@@ -210,7 +210,7 @@ def test_curves_record_every_validation_and_continue_on_resume(tiny_data, tmp_pa
     video are written, and a resumed run appends to the same file with its clock going on."""
     from PIL import Image
 
-    from triton_s2r.curves import read_curves
+    from triton_s2r.training.curves import read_curves
 
     run_dir = run(tmp_path, "curves", tiny_data, "trainer.max_epochs=1")
     first = read_curves(run_dir / "curves.csv")
@@ -248,7 +248,7 @@ def test_resume_continues_exactly(tiny_data, tmp_path) -> None:
         torch.testing.assert_close(a[key], b[key], rtol=1e-5, atol=1e-6, msg=lambda m, k=key: f"{k}: {m}")
     assert int(b["batches_done"]) == 10
     # The weight average trails the trained weights, and it is what inference loads.
-    from triton_s2r.run_dir import load_model_weights
+    from triton_s2r.runs.run_dir import load_model_weights
 
     key = "generator_real.decoder.layers.0.weight"
     assert not torch.allclose(b[f"model_ema.{key}"], b[f"model.{key}"])
@@ -272,13 +272,13 @@ def test_oracle_trains_on_aligned_pairs(tiny_data, tmp_path) -> None:
     header = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()[0].split(",")
     assert {"train/paired", "train/adversarial", "val/psnr"} <= set(header)
     assert "train/cycle" not in header
-    from triton_s2r.translator import Translator  # the run loads like any other
+    from triton_s2r.inference.translator import Translator  # the run loads like any other
 
     assert Translator.from_run_dir(run_dir, device="cpu").num_labels == 9
 
 
 def test_paired_augmentation_keeps_pairs_aligned() -> None:
-    from triton_s2r.augment import augment_paired
+    from triton_s2r.data.augment import augment_paired
 
     # Every pixel's photo encodes its own label and UV, so misaligned crops would break the equalities.
     label = torch.randint(0, 9, (3, 40, 52))
@@ -318,7 +318,7 @@ def test_missing_checkpoint_is_a_clear_error(tiny_data, tmp_path, capsys) -> Non
 
 
 def test_non_finite_losses_are_skipped_then_stop(tiny_data, tmp_path, monkeypatch, capsys) -> None:
-    import triton_s2r.system as system_module
+    import triton_s2r.training.system as system_module
 
     monkeypatch.setattr(system_module, "surface_chroma_consistency_loss", lambda *a, **k: torch.tensor(float("nan")))
     fails(tmp_path, "nan", tiny_data, "system.max_nonfinite_steps=3")

@@ -19,11 +19,11 @@ import torch
 import trimesh
 
 from triton_s2r.cli import main
-from triton_s2r.datasets import BenchmarkDataset
+from triton_s2r.data.datasets import BenchmarkDataset
+from triton_s2r.inference.sequences import open_input
+from triton_s2r.inference.translator import Translator
 from triton_s2r.render import GBuffer
-from triton_s2r.run_dir import CheckpointError
-from triton_s2r.translate import open_input
-from triton_s2r.translator import Translator
+from triton_s2r.runs.run_dir import CheckpointError
 
 SIZE = 64  # tiny preset resolution
 FRAMES = 8  # tiny preset: frames per sequence and in the test split
@@ -261,7 +261,7 @@ def test_exported_texture_orientation_round_trip(exported, translator, path, lab
 
 
 def test_large_batches_are_translated_in_parts(translator, data_root, monkeypatch) -> None:
-    import triton_s2r.translator as module
+    import triton_s2r.inference.translator as module
 
     frames = BenchmarkDataset.open(data_root).uvl_frames("test")
     gbuffer = GBuffer.cat([frames[i] for i in range(3)])

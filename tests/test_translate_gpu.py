@@ -8,8 +8,8 @@ from hydra import compose, initialize_config_module
 from hydra.utils import instantiate
 from omegaconf import open_dict
 
+from triton_s2r.inference.translator import Translator
 from triton_s2r.render.gbuffer import GBuffer
-from triton_s2r.translator import Translator
 
 pytestmark = pytest.mark.gpu
 

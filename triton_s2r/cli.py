@@ -46,7 +46,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _translate(args: argparse.Namespace) -> int:
-    from triton_s2r.translate import translate
+    from triton_s2r.inference.sequences import translate
 
     result = translate(args.run_dir, args.input, args.out, side_by_side=args.side_by_side,
                        batch_size=args.batch_size, device=args.device, checkpoint=args.checkpoint,
@@ -60,7 +60,7 @@ def _translate(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from triton_s2r.evaluate import evaluate, write_metrics
+    from triton_s2r.evaluation.evaluate import evaluate, write_metrics
 
     result = evaluate(args.source, args.dataset_dir, split=args.split, checkpoint=args.checkpoint,
                       device=args.device, batch_size=args.batch_size, grid_size=args.grid_size,
@@ -75,8 +75,8 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _downstream(args: argparse.Namespace) -> int:
-    from triton_s2r.downstream import downstream
-    from triton_s2r.evaluate import write_metrics
+    from triton_s2r.evaluation.downstream import downstream
+    from triton_s2r.evaluation.evaluate import write_metrics
 
     result = downstream(args.dataset_dir, args.train_on, seed=args.seed, train_frames=args.train_frames,
                         steps=args.steps, batch_size=args.batch_size, input_size=args.input_size, device=args.device)
@@ -90,8 +90,8 @@ def _downstream(args: argparse.Namespace) -> int:
 
 
 def _export_textures(args: argparse.Namespace) -> int:
-    from triton_s2r.export import export_textures
-    from triton_s2r.translator import Translator
+    from triton_s2r.inference.export import export_textures
+    from triton_s2r.inference.translator import Translator
 
     translator = Translator.from_run_dir(args.run_dir, checkpoint=args.checkpoint, device=args.device)
     result = export_textures(translator, args.out, resolution=args.resolution)
@@ -139,7 +139,7 @@ def _fps(text: str) -> float:
 
 
 def _make_dataset(args: argparse.Namespace) -> int:
-    from triton_s2r.benchmark.dataset import make_dataset
+    from triton_s2r.tabletop.dataset import make_dataset
 
     root = make_dataset(args.out, preset=args.preset, seed=args.seed, frames=args.frames, resolution=args.resolution,
                         shard=args.shard, backend=args.backend, uvl_format=args.uvl_format, real=not args.no_real,

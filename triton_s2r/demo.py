@@ -25,8 +25,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from triton_s2r.run_dir import RunDir
-from triton_s2r.translate import TranslateResult, translate
+from triton_s2r.inference.sequences import TranslateResult, translate
+from triton_s2r.runs.run_dir import RunDir
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class DemoResult:
         trained: False when an existing finished run was reused.
         video: the side-by-side mp4 and what went into it.
         evaluation: the metrics JSON written by ``triton-s2r eval``'s library function.
-        metrics: its content (``triton_s2r.evaluate.evaluate``'s result).
+        metrics: its content (``triton_s2r.evaluation.evaluate.evaluate``'s result).
         seconds: wall time of the whole job.
     """
 
@@ -57,7 +57,7 @@ class DemoResult:
 def ensure_dataset(root: Path, preset: str, *, backend: str = "auto") -> Path:
     """Build the benchmark ``preset`` at ``root`` unless its ``dataset.yaml`` is there (make-dataset resumes)."""
     if not (root / "dataset.yaml").is_file() or not _complete(root):
-        from triton_s2r.benchmark.dataset import make_dataset
+        from triton_s2r.tabletop.dataset import make_dataset
 
         print(f"[demo] building the {preset!r} benchmark at {root}", flush=True)
         make_dataset(root, preset=preset, backend=backend)
@@ -65,7 +65,7 @@ def ensure_dataset(root: Path, preset: str, *, backend: str = "auto") -> Path:
 
 
 def _complete(root: Path) -> bool:
-    from triton_s2r.datasets import BenchmarkDataset, DatasetError
+    from triton_s2r.data.datasets import BenchmarkDataset, DatasetError
 
     try:
         BenchmarkDataset.open(root)
@@ -141,8 +141,8 @@ def run_demo(
     trained = ensure_run(run_dir, experiment=experiment, data_root=data_root, overrides=overrides)
     checkpoint = RunDir(run_dir).last
 
-    from triton_s2r.datasets import BenchmarkDataset
-    from triton_s2r.translate import pick_split
+    from triton_s2r.data.datasets import BenchmarkDataset
+    from triton_s2r.inference.sequences import pick_split
 
     sequence = pick_split(BenchmarkDataset.open(data_root), None)
     video_path = out / "videos" / f"{experiment}_{Path(sequence).name}.mp4"
@@ -150,7 +150,7 @@ def run_demo(
     video = translate(run_dir, data_root, video_path, side_by_side=True, batch_size=batch_size, device=device,
                       checkpoint=str(checkpoint), sequence=sequence, fps=fps)
 
-    from triton_s2r.evaluate import evaluate, write_metrics
+    from triton_s2r.evaluation.evaluate import evaluate, write_metrics
 
     print(f"[demo] evaluating {run_dir.name} on {data_root}", flush=True)
     metrics = evaluate(run_dir, data_root, checkpoint=str(checkpoint), device=device, batch_size=batch_size)

@@ -29,10 +29,10 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from pytorch_lightning.callbacks import ModelCheckpoint, TQDMProgressBar
 from pytorch_lightning.utilities import rank_zero_only
 
-from triton_s2r.config import ConfigError, build_model, check_training_config, config_diff
-from triton_s2r.curves import TrainingCurves
-from triton_s2r.run_dir import BEST, EPOCH_PATTERN, CheckpointError, RunDir, load_checkpoint
-from triton_s2r.system import NonFiniteLossError
+from triton_s2r.runs.config import ConfigError, build_model, check_training_config, config_diff
+from triton_s2r.runs.run_dir import BEST, EPOCH_PATTERN, CheckpointError, RunDir, load_checkpoint
+from triton_s2r.training.curves import TrainingCurves
+from triton_s2r.training.system import NonFiniteLossError
 from triton_s2r.utils.files import atomic_write
 
 log = logging.getLogger("triton_s2r.train")

@@ -3,9 +3,9 @@
 ``make-dataset`` writes ``DIR/hidden/albedo/<label>.png`` (8-bit RGB, one per label, the albedo the "real"
 frames were path traced with) and lists it in ``dataset.yaml`` under ``hidden``, a key the training data
 module never looks at; ``tests/test_eval.py`` trains with the folder gone to prove that training never
-reads it. ``triton-s2r eval`` compares the learned textures with it (``triton_s2r.texture_recovery``).
+reads it. ``triton-s2r eval`` compares the learned textures with it (``triton_s2r.evaluation.texture_recovery``).
 
-Image layout, as ``triton_s2r.benchmark.appearance`` draws it and ``export-textures`` writes learned
+Image layout, as ``triton_s2r.tabletop.appearance`` draws it and ``export-textures`` writes learned
 textures: row 0 is the top (v = 1), column 0 is u = 0; pixel (row, col) sits at
 ``(u, v) = ((col + 0.5) / W, 1 - (row + 0.5) / H)``.
 """
@@ -22,7 +22,7 @@ from triton_s2r.render.scene import LabelTable
 from triton_s2r.utils.files import write_image
 
 if TYPE_CHECKING:
-    from triton_s2r.benchmark.appearance import Appearance
+    from triton_s2r.tabletop.appearance import Appearance
 
 #: Manifest entry (``dataset.yaml`` key ``hidden``): where the albedo images are, relative to the dataset root.
 HIDDEN_MANIFEST = {

@@ -1,7 +1,7 @@
 """Texture recovery: how close each label's learned texture is to the benchmark's hidden albedo.
 
 Only a benchmark that knows the truth can measure it: ``make-dataset`` stores the albedo the "real" frames
-were rendered with (``triton_s2r.benchmark.hidden``). This is what ``export-textures`` promises a simulator
+were rendered with (``triton_s2r.tabletop.hidden``). This is what ``export-textures`` promises a simulator
 user: textures that look like the real surfaces.
 
 Definition (``texture_psnr``), per label l:
@@ -28,9 +28,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from triton_s2r.benchmark.hidden import albedo_path
-from triton_s2r.datasets import BenchmarkDataset, DatasetError, read_photo
+from triton_s2r.data.datasets import BenchmarkDataset, DatasetError, read_photo
 from triton_s2r.render.gbuffer import GBuffer
+from triton_s2r.tabletop.hidden import albedo_path
 
 MAX_PSNR = 100.0
 #: Why ``texture_psnr`` is null for a dataset without the hidden textures.

@@ -32,12 +32,12 @@ import trimesh
 from PIL import Image
 from torch import Tensor
 
+from triton_s2r.inference.translator import Translator
 from triton_s2r.render.mesh import Mesh
 from triton_s2r.render.scene import Scene
-from triton_s2r.translator import Translator
 from triton_s2r.utils.files import atomic_write, write_image
 
-#: glTF is y-up; our world frame is z-up (benchmark/tabletop.py): x stays, y_gltf = z, z_gltf = -y.
+#: glTF is y-up; our world frame is z-up (tabletop/scene.py): x stays, y_gltf = z, z_gltf = -y.
 Z_UP_TO_Y_UP = np.array([[1, 0, 0, 0], [0, 0, 1, 0], [0, -1, 0, 0], [0, 0, 0, 1]], dtype=np.float64)
 
 

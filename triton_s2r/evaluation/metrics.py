@@ -3,7 +3,7 @@
 Fidelity compares a translation with its paired real photo, over the whole image or over ``object_mask``
 (objects and robot only: no table, no void; the paper's "masked" columns, §7.1). Unlike the paper, which
 zeroes the table and still counts the zeros, the masked metrics here average over mask pixels only.
-HaarPSI (perceptual, blur lowers it; ``triton_s2r.haarpsi``) is re-exported here.
+HaarPSI (perceptual, blur lowers it; ``triton_s2r.evaluation.haarpsi``) is re-exported here.
 
 Temporal consistency needs no real photo: correspondence between frames of one video sequence comes from
 the G-buffer, since pixels with the same label and UV see the same surface point (the convention of ℓUC,
@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 from torchmetrics.functional.image import structural_similarity_index_measure
 
-from triton_s2r.haarpsi import haarpsi as haarpsi  # re-exported: every eval metric is reachable from here
+from triton_s2r.evaluation.haarpsi import haarpsi as haarpsi  # re-exported: every eval metric is reachable from here
 from triton_s2r.models.texture_space import sample_label_textures, unproject_to_texels
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import VOID

@@ -2,7 +2,7 @@
 
 Layout::
 
-    RUN/config.yaml                 the resolved training config (data only: see ``triton_s2r.config``)
+    RUN/config.yaml                 the resolved training config (data only: see ``triton_s2r.runs.config``)
     RUN/data.yaml                   the training data's label table, frame size and where the scene copy is
     RUN/scene/scene.yaml, meshes/   a copy of the training scene (benchmark data), pose.npz: one frame's
                                     object poses, to assemble the scene for export
@@ -155,7 +155,7 @@ class RunDir:
 
     @property
     def curves_path(self) -> Path:
-        """``curves.csv``: a row of validation measures per validation (``triton_s2r.curves``)."""
+        """``curves.csv``: a row of validation measures per validation (``triton_s2r.training.curves``)."""
         return self.path / CURVES
 
     @property
@@ -171,7 +171,7 @@ class RunDir:
 
     def config(self) -> DictConfig:
         """The run's resolved training config, read as data (YAML, no object tags)."""
-        from triton_s2r.config import load_config
+        from triton_s2r.runs.config import load_config
 
         return load_config(self.config_path)
 

@@ -1,6 +1,6 @@
 """Hidden "true" appearance of the benchmark's real domain: procedural textures and materials per label.
 
-The real domain (``triton_s2r.benchmark.real``) is rendered with these; the model never sees them, and
+The real domain (``triton_s2r.tabletop.real``) is rendered with these; the model never sees them, and
 the texture-recovery metric compares what it learns against ``Appearance.label_textures``.
 Everything is generated with numpy and OpenCV from one seed (no files, no downloads):
 

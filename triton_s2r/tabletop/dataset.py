@@ -7,7 +7,7 @@ Layout (format version 1, documented in data/README.md)::
     DIR/<split>/states.npz            per-frame object poses, cameras, joints
     DIR/<split>/uvl/NNNNNN.png        sim frames, reference TRITON UVL format (16-bit PNG or EXR)
     DIR/<split>/real/NNNNNN.png       "real" frames (8-bit RGB), path traced with hidden appearance
-    DIR/hidden/albedo/<label>.png     the hidden albedo per label, for eval only (``benchmark/hidden.py``)
+    DIR/hidden/albedo/<label>.png     the hidden albedo per label, for eval only (``tabletop/hidden.py``)
 
 Splits: ``train_sim`` (UVL only) and ``train_real`` come from independent states (unpaired; train_real's UVL
 frames are there for the paired oracle baseline only);
@@ -31,13 +31,13 @@ import yaml
 from tqdm import tqdm
 
 from triton_s2r import __version__
-from triton_s2r.benchmark.hidden import HIDDEN_MANIFEST, write_hidden_albedo
-from triton_s2r.benchmark.robot import Panda
-from triton_s2r.benchmark.tabletop import build_scene, frame_state, sample_clips, sample_states, sample_trajectory
-from triton_s2r.datasets import BenchmarkDataset
+from triton_s2r.data.datasets import BenchmarkDataset
 from triton_s2r.render.rasterizer import make_rasterizer
 from triton_s2r.render.scene import FrameState, Scene
 from triton_s2r.render.uvl import gbuffer_to_uvl, write_uvl
+from triton_s2r.tabletop.hidden import HIDDEN_MANIFEST, write_hidden_albedo
+from triton_s2r.tabletop.robot import Panda
+from triton_s2r.tabletop.scene import build_scene, frame_state, sample_clips, sample_states, sample_trajectory
 from triton_s2r.utils.files import atomic_savez, atomic_write, write_image
 
 FORMAT_VERSION = 1
@@ -164,8 +164,8 @@ def make_dataset(
     rasterizer = make_rasterizer(backend)
     appearance = None
     if any(split.real for split in splits):
-        from triton_s2r.benchmark.appearance import make_appearance
-        from triton_s2r.benchmark.real import render_real
+        from triton_s2r.tabletop.appearance import make_appearance
+        from triton_s2r.tabletop.real import render_real
 
         appearance = make_appearance(scene, seed=seed)
         write_hidden_albedo(root, scene.labels, appearance)  # for eval's texture recovery only
@@ -268,7 +268,7 @@ def _write_manifest(root: Path, scene: Scene, p: Preset, build: dict, splits: li
             "created": datetime.date.today().isoformat(),
             "robot": "Franka Panda meshes from pybullet_data (zlib licence), UVs by xatlas (MIT)",
             "objects": "procedural primitives (triton_s2r.render.primitives)",
-            "real_appearance": "procedurally generated textures and lighting (triton_s2r.benchmark.appearance), "
+            "real_appearance": "procedurally generated textures and lighting (triton_s2r.tabletop.appearance), "
                                "path traced with Mitsuba 3 (BSD-3-Clause)",
         },
     }

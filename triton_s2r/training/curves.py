@@ -22,7 +22,7 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.utilities import rank_zero_only
 
-from triton_s2r.run_dir import RunDir
+from triton_s2r.runs.run_dir import RunDir
 from triton_s2r.utils.files import atomic_write
 
 #: Measures drawn, in panel order, with the direction that is better.
@@ -132,7 +132,7 @@ class TrainingCurves(pl.Callback):
             self._write_video(trainer, torch.cat(frames), batch)
 
     def _write_video(self, trainer: pl.Trainer, frames: torch.Tensor, batch: int) -> None:
-        from triton_s2r.video import frame_writer
+        from triton_s2r.inference.video import frame_writer
 
         path = self.run.validation_video_path
         with frame_writer(path, fps=self.video_fps) as write:

@@ -2,7 +2,7 @@
 
 Every frame is rendered from exactly the geometry and camera the UVL rasterizer sees, so each sim frame has
 a pixel-aligned real counterpart (the paired ``test`` split). What the model never sees: the procedural
-textures of ``triton_s2r.benchmark.appearance``, a path tracer (``path``, depth 6) with a shadow-casting
+textures of ``triton_s2r.tabletop.appearance``, a path tracer (``path``, depth 6) with a shadow-casting
 rectangular key light and a procedural room environment map, glossy ``principled`` BSDFs, and a camera
 model with blur, vignetting, sensor noise and a soft highlight roll-off. Lights, exposure, white balance
 and noise are jittered per frame from ``(seed, frame id)``.
@@ -17,8 +17,8 @@ noise, so images are reproducible for a given variant only.
 
 Example::
 
-    from triton_s2r.benchmark.appearance import make_appearance
-    from triton_s2r.benchmark.real import render_real
+    from triton_s2r.tabletop.appearance import make_appearance
+    from triton_s2r.tabletop.real import render_real
     from triton_s2r.render.primitives import builtin_frames
 
     scene, state = builtin_frames(4, width=128, height=128)
@@ -44,10 +44,10 @@ from typing import Any
 import cv2
 import numpy as np
 
-from triton_s2r.benchmark.appearance import Appearance, Material
 from triton_s2r.render.camera import Camera
 from triton_s2r.render.mesh import Mesh
 from triton_s2r.render.scene import FrameState, Scene
+from triton_s2r.tabletop.appearance import Appearance, Material
 from triton_s2r.utils.optional import require
 
 VARIANT_ENV = "TRITON_MITSUBA_VARIANT"

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from triton_s2r.augment import augment_paired
+from triton_s2r.data.augment import augment_paired
 from triton_s2r.losses import discriminator_adversarial_loss, generator_adversarial_loss, reconstruction_loss
-from triton_s2r.system import Forward, TritonSystem
+from triton_s2r.training.system import Forward, TritonSystem
 
 
 class PairedSystem(TritonSystem):

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from triton_s2r.datasets import BenchmarkDataset, Photos, UVLFrames
+from triton_s2r.data.datasets import BenchmarkDataset, Photos, UVLFrames
 from triton_s2r.render.scene import FrameState, LabelTable, Scene, load_scene
 
 
@@ -193,7 +193,7 @@ class TritonDataModule(pl.LightningDataModule):
         """Build the benchmark preset at ``root`` if it holds no dataset yet (rank 0 only), in clips of
         ``sim_clip_frames``."""
         if self.root is not None and not (Path(self.root) / "dataset.yaml").is_file() and self.build_preset:
-            from triton_s2r.benchmark.dataset import make_dataset
+            from triton_s2r.tabletop.dataset import make_dataset
 
             make_dataset(self.root, preset=self.build_preset, seed=self.seed, sim_clip_frames=self.sim_clip_frames)
 

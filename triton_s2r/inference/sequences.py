@@ -33,13 +33,13 @@ import torch.nn.functional as F
 from torch import Tensor
 from tqdm import tqdm
 
-from triton_s2r.datasets import BenchmarkDataset, DatasetError, Photos, UVLFrames, load_states
+from triton_s2r.data.datasets import BenchmarkDataset, DatasetError, Photos, UVLFrames, load_states
+from triton_s2r.inference.translator import TranslationOutput, Translator
+from triton_s2r.inference.video import check_fps, frame_writer, output_kind, side_by_side, to_uint8
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.preview import preview_image
 from triton_s2r.render.rasterizer import UVLRasterizer, make_rasterizer, nvdiffrast_available
 from triton_s2r.render.scene import FrameState, LabelTable, Scene, load_scene
-from triton_s2r.translator import TranslationOutput, Translator
-from triton_s2r.video import check_fps, frame_writer, output_kind, side_by_side, to_uint8
 
 #: Panels of ``--side-by-side``, left to right ("real" only when the input has paired real frames).
 PANELS = ("uvl", "texture", "translation", "real")

@@ -8,16 +8,18 @@ the paired split's folder (``test/``).
 
 Fidelity on the paired split (frame vs the path-traced real frame of the same state): PSNR and SSIM, over
 whole frames and over objects and robot only (no table, no void: the paper's "masked" columns), PSNR per
-label (``psnr_by_label``, void included: where fidelity is won or lost), and HaarPSI (``triton_s2r.haarpsi``),
-a perceptual similarity that blur cannot fool, whole frame (``haarpsi``) and objects and robot only
-(``haarpsi_masked``: outside the mask the frame is replaced by the real one and the pooling counts mask
-pixels only).
+label (``psnr_by_label``, void included: where fidelity is won or lost), and HaarPSI
+(``triton_s2r.evaluation.haarpsi``), a perceptual similarity that blur cannot fool, whole frame (``haarpsi``)
+and objects and robot only (``haarpsi_masked``: outside the mask the frame is replaced by the real one and the
+pooling counts mask pixels only).
 Consistency on every video sequence: surface consistency (per-texel colour spread across the frames that
 see the texel, in UV space) and warp error (colour change between consecutive frames at pixels that see
 the same surface point, from the exact label and UV correspondence), each also for the real frames: reality's
-own level from lighting and shading, the level to reach. See ``triton_s2r.metrics`` for the definitions.
+own level from lighting and shading, the level to reach. See ``triton_s2r.evaluation.metrics`` for the
+definitions.
 Texture recovery (runs only): each label's learned texture against the benchmark's hidden albedo after a
-per-label affine colour fit, ``texture_psnr`` and ``texture_psnr_by_label`` (``triton_s2r.texture_recovery``).
+per-label affine colour fit, ``texture_psnr`` and ``texture_psnr_by_label``
+(``triton_s2r.evaluation.texture_recovery``).
 
 FID, KID and LPIPS need pretrained network weights, which nothing here downloads; they are reported as
 absent (``null``) with the reason, as is every other key that does not apply (under ``absent``).
@@ -35,11 +37,11 @@ import torch
 from torch import Tensor
 from tqdm import tqdm
 
-from triton_s2r import metrics, texture_recovery
-from triton_s2r.datasets import PHOTO_SUFFIXES, BenchmarkDataset, DatasetError, read_photo
+from triton_s2r.data.datasets import PHOTO_SUFFIXES, BenchmarkDataset, DatasetError, read_photo
+from triton_s2r.evaluation import metrics, texture_recovery
+from triton_s2r.inference.translator import Translator
 from triton_s2r.render.gbuffer import GBuffer
-from triton_s2r.run_dir import CONFIG, RunDir
-from triton_s2r.translator import Translator
+from triton_s2r.runs.run_dir import CONFIG, RunDir
 from triton_s2r.utils.files import atomic_write
 
 ABSENT = "needs pretrained network weights, which triton_s2r never downloads; not computed"

@@ -2,8 +2,8 @@
 
 Examples::
 
-    from triton_s2r.translator import Translator
-    from triton_s2r.datasets import BenchmarkDataset
+    from triton_s2r.inference.translator import Translator
+    from triton_s2r.data.datasets import BenchmarkDataset
 
     translator = Translator.from_run_dir("outputs/runs/demo")          # last checkpoint, CUDA if present
     frames = BenchmarkDataset.open("outputs/data/small").uvl_frames("test")
@@ -23,12 +23,12 @@ from dataclasses import dataclass, fields
 import torch
 from torch import Tensor, nn
 
-from triton_s2r.config import build_model
 from triton_s2r.models.texture_space import check_labels
 from triton_s2r.models.triton import SimBatch, TritonModel, to_unit
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import LabelTable, Scene
-from triton_s2r.run_dir import CheckpointError, RunDir, load_model_weights
+from triton_s2r.runs.config import build_model
+from triton_s2r.runs.run_dir import CheckpointError, RunDir, load_model_weights
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ import pytorch_lightning as pl
 import torch
 from torch import Tensor
 
-from triton_s2r import metrics
-from triton_s2r.augment import augment_real, augment_sim, random_crop_offsets, resize_shorter_side
+from triton_s2r.data.augment import augment_real, augment_sim, random_crop_offsets, resize_shorter_side
+from triton_s2r.evaluation import metrics
 from triton_s2r.losses import (
     discriminator_adversarial_loss,
     generator_adversarial_loss,
@@ -42,7 +42,7 @@ from triton_s2r.models.discriminator import MultiScaleDiscriminator
 from triton_s2r.models.triton import TritonModel, to_unit
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import FrameState
-from triton_s2r.run_dir import RunDir
+from triton_s2r.runs.run_dir import RunDir
 
 LOSS_TERMS = ("adversarial", "reconstruction", "content", "cycle", "surface_consistency", "surface_chroma_consistency",
               "texture_reality")

@@ -13,10 +13,10 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 
-from triton_s2r.benchmark.robot import HOME, LINK_GROUPS, SPREAD, Panda
 from triton_s2r.render.camera import Camera
 from triton_s2r.render.primitives import box, cylinder, uv_sphere
 from triton_s2r.render.scene import FrameState, LabelTable, Scene, SceneObject
+from triton_s2r.tabletop.robot import HOME, LINK_GROUPS, SPREAD, Panda
 
 TABLE_SIZE = (1.4, 1.0, 0.04)
 ROBOT_BASE = (-0.45, 0.0)

@@ -48,12 +48,12 @@ import torch.nn.functional as F
 import yaml
 from torch import Tensor, nn
 
-from triton_s2r.datasets import BenchmarkDataset, DatasetError, read_photo
-from triton_s2r.evaluate import frame_file
+from triton_s2r.data.datasets import BenchmarkDataset, DatasetError, read_photo
+from triton_s2r.evaluation.evaluate import frame_file
+from triton_s2r.inference.translator import Translator, resolve_device
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.preview import preview_image
-from triton_s2r.run_dir import CONFIG, RunDir
-from triton_s2r.translator import Translator, resolve_device
+from triton_s2r.runs.run_dir import CONFIG, RunDir
 
 #: Sources named by a word; anything else is a run directory or a frames folder.
 NAMED_SOURCES = ("real", "sim")

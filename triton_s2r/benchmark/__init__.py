@@ -1,1 +1,0 @@
-"""The built-in tabletop robot benchmark: scene, states, photoreal "real" domain, dataset generation."""

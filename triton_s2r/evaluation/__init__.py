@@ -1,0 +1,3 @@
+"""Scoring translations, with no downloaded weights: the metrics (``metrics``; HaarPSI in ``haarpsi``,
+texture recovery against the benchmark's hidden albedo in ``texture_recovery``), ``triton-s2r eval``
+(``evaluate``) and the paper's downstream pose experiment, ``triton-s2r downstream`` (``downstream``)."""
