@@ -142,6 +142,19 @@ def test_surface_losses_join_after_the_configured_batches(tiny_data, tmp_path) -
         assert [bool(row[term]) for row in batches] == [False] * 6 + [True] * 4
 
 
+def test_a_missing_benchmark_is_built_by_the_builder_handed_over(tmp_path) -> None:
+    """``triton-s2r train`` hands ``make_dataset`` over; the data wing never imports the generator itself."""
+    calls = []
+    root = str(tmp_path / "data")
+    data = TritonDataModule(root=root, build_preset="tiny", sim_clip_frames=2, batch_size=4,
+                            builder=lambda out, **kwargs: calls.append((out, kwargs)))
+    data.prepare_data()
+    assert calls == [(root, {"preset": "tiny", "seed": 0, "sim_clip_frames": 2})]
+    with pytest.raises(ValueError, match="needs a builder: pass builder=triton_s2r.tabletop.dataset.make_dataset"):
+        TritonDataModule(root=root, build_preset="tiny").prepare_data()
+    TritonDataModule(root=root, build_preset=None).prepare_data()  # no preset: setup() says what is missing
+
+
 def test_clip_sampler_yields_whole_clips_in_order() -> None:
     sampler = ClipSampler(num_sim=13, num_real=5, clip_frames=3, num_samples=30, seed=1)  # sim frame 12: no clip
     sim, real = zip(*(divmod(k, 5) for k in sampler), strict=True)  # UnpairedDataset's index: sim * 5 + real

@@ -31,6 +31,7 @@ from pytorch_lightning.utilities import rank_zero_only
 
 from triton_s2r.runs.config import ConfigError, build_model, check_training_config, config_diff
 from triton_s2r.runs.run_dir import BEST, EPOCH_PATTERN, CheckpointError, RunDir, load_checkpoint
+from triton_s2r.tabletop.dataset import make_dataset
 from triton_s2r.training.curves import TrainingCurves
 from triton_s2r.training.system import NonFiniteLossError
 from triton_s2r.utils.files import atomic_write
@@ -107,7 +108,7 @@ def check_same_settings(run: RunDir, cfg: DictConfig) -> None:
 
 def build(cfg: DictConfig):
     """Data, system and the resolved config (``num_labels`` filled in from the data)."""
-    datamodule = instantiate(cfg.data)
+    datamodule = instantiate(cfg.data, builder=make_dataset)  # builds data.build_preset at data.root if missing
     datamodule.prepare_data()
     datamodule.setup("fit")
     with open_dict(cfg):

@@ -15,6 +15,7 @@ epoch boundary sees exactly the batches an uninterrupted run sees; under DDP eac
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytorch_lightning as pl
@@ -120,9 +121,12 @@ class TritonDataModule(pl.LightningDataModule):
     """Unpaired training batches.
 
     Args:
-        root: a benchmark dataset folder (``dataset.yaml``); built with ``make_dataset`` if missing and
+        root: a benchmark dataset folder (``dataset.yaml``); built with ``builder`` if missing and
             ``build_preset`` is set. Give either it or ``sim_dir`` and ``real_dir``, not both.
         build_preset: preset to build at ``root`` when it holds no dataset (None: error instead).
+        builder: what builds it, ``builder(root, preset=..., seed=..., sim_clip_frames=...)``:
+            ``triton_s2r.tabletop.dataset.make_dataset``, which ``triton-s2r train`` hands over (the data wing
+            reads datasets and does not import their generator). None: a missing dataset is an error.
         sim_source: ``"frames"`` (pre-rendered UVL files) or ``"render"`` (states rendered in the loop).
         sim_dir, real_dir, labels: a plain user dataset instead of ``root``: UVL frames, photos, and the
             label table as a dict (``names``, ``values``, ``void_value``).
@@ -146,6 +150,7 @@ class TritonDataModule(pl.LightningDataModule):
         self,
         root: str | None = None,
         build_preset: str | None = "tiny",
+        builder: Callable[..., Path] | None = None,
         sim_source: str = "frames",
         sim_dir: str | None = None,
         real_dir: str | None = None,
@@ -182,6 +187,7 @@ class TritonDataModule(pl.LightningDataModule):
             raise ValueError(f"data.batch_size={batch_size} must hold whole clips of data.sim_clip_frames="
                              f"{sim_clip_frames} frames: choose a multiple")
         self.root, self.build_preset, self.sim_source, self.paired = root, build_preset, sim_source, paired
+        self.builder = builder
         self.sim_dir, self.real_dir, self.label_spec = sim_dir, real_dir, labels
         self.batch_size, self.sim_clip_frames, self.steps_per_epoch = batch_size, sim_clip_frames, steps_per_epoch
         self.num_workers, self.seed, self.val_frames = num_workers, seed, val_frames
@@ -193,9 +199,11 @@ class TritonDataModule(pl.LightningDataModule):
         """Build the benchmark preset at ``root`` if it holds no dataset yet (rank 0 only), in clips of
         ``sim_clip_frames``."""
         if self.root is not None and not (Path(self.root) / "dataset.yaml").is_file() and self.build_preset:
-            from triton_s2r.tabletop.dataset import make_dataset
-
-            make_dataset(self.root, preset=self.build_preset, seed=self.seed, sim_clip_frames=self.sim_clip_frames)
+            if self.builder is None:
+                raise ValueError(f"data.root={self.root} holds no dataset and data.build_preset={self.build_preset} "
+                                 f"needs a builder: pass builder=triton_s2r.tabletop.dataset.make_dataset (as "
+                                 f"`triton-s2r train` does), or build it with `triton-s2r make-dataset`")
+            self.builder(self.root, preset=self.build_preset, seed=self.seed, sim_clip_frames=self.sim_clip_frames)
 
     def setup(self, stage: str | None = None) -> None:
         if self.root is not None:
