@@ -6,6 +6,7 @@ and play a kill, a corrupt file or a hand-edited config on the copy.
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 from pathlib import Path
@@ -16,7 +17,7 @@ import yaml
 
 from triton_s2r.cli import main
 from triton_s2r.inference.translator import Translator
-from triton_s2r.runs.config import ConfigError
+from triton_s2r.runs.config import MOVED_TARGETS, ConfigError, load_config
 from triton_s2r.runs.run_dir import CheckpointError, RunDir, load_checkpoint
 
 TINY = ["experiment=tiny", "logger=none", "trainer.enable_progress_bar=false", "trainer.max_epochs=3",
@@ -68,6 +69,42 @@ def test_rerun_with_other_settings_is_refused_naming_the_keys(finished, data_roo
     assert "data.steps_per_epoch: 5 -> 6" in err and "loss.surface_grid_size: 32 -> 16" in err
     assert "another hydra.run.dir" in err and f"resume={finished}" in err and "Traceback" not in err
     assert (finished / "config.yaml").read_text() == config
+
+
+def test_a_run_saved_before_the_classes_moved_continues_and_translates(finished, data_root, tmp_path, capfd) -> None:
+    """Runs saved before the sub-packages name ``triton_s2r.system.TritonSystem`` and the like."""
+    run = copy_of(finished, tmp_path / "old")
+    config = run.config_path.read_text()
+    old = config.replace("triton_s2r.training.system.TritonSystem", "triton_s2r.system.TritonSystem").replace(
+        "triton_s2r.data.datamodule.TritonDataModule", "triton_s2r.datamodule.TritonDataModule")
+    assert old.count("_target_: triton_s2r.system.TritonSystem") == 1
+    assert old.count("_target_: triton_s2r.datamodule.TritonDataModule") == 1
+    run.config_path.write_text(old)
+    assert run.config().system._target_ == "triton_s2r.training.system.TritonSystem"
+    assert run.config().data._target_ == "triton_s2r.data.datamodule.TritonDataModule"
+    assert train(data_root, run.path) == 0  # the same settings: nothing to train, no "other settings" refusal
+    assert "has finished its 3 epochs already" in capfd.readouterr().out
+    assert Translator.from_run_dir(run.path, device="cpu").model is not None
+
+
+def test_old_target_paths_are_read_as_todays(tmp_path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump({
+        "system": {"_target_": "triton_s2r.paired.PairedSystem", "lr": 1e-4},
+        "data": {"_target_": "triton_s2r.datamodule.TritonDataModule", "root": "x"},
+        "logger": {"_target_": "triton_s2r.train.wandb_logger"},
+        "model": {"translator": {"_target_": "triton_s2r.models.triton.TritonModel",
+                                 "stack": [{"_target_": "triton_s2r.system.TritonSystem"}]}},
+    }))
+    cfg = load_config(path)
+    assert cfg.system._target_ == "triton_s2r.training.paired.PairedSystem" and cfg.system.lr == 1e-4
+    assert cfg.data._target_ == "triton_s2r.data.datamodule.TritonDataModule"
+    assert cfg.logger._target_ == "triton_s2r.train.wandb_logger"  # not moved: unchanged
+    assert cfg.model.translator._target_ == "triton_s2r.models.triton.TritonModel"
+    assert cfg.model.translator.stack[0]._target_ == "triton_s2r.training.system.TritonSystem"
+    for old, new in MOVED_TARGETS.items():  # every new path names a class that exists
+        module, name = new.rsplit(".", 1)
+        assert getattr(importlib.import_module(module), name).__name__ == old.rsplit(".", 1)[1]
 
 
 def test_rerun_continues_a_killed_run_exactly(finished, data_root, tmp_path, capfd) -> None:

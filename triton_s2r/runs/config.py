@@ -3,7 +3,8 @@
 A run's ``config.yaml`` may come from elsewhere (a shared run directory), so reading it must not run code:
 ``load_config`` reads plain YAML, and ``build_model`` instantiates only the ``triton_s2r`` model classes
 that the shipped configs name (``MODEL_CLASSES``); any other ``_target_`` is refused before anything is
-built.
+built. Runs saved before a class moved name it by its old path: ``load_config`` reads those through
+``MOVED_TARGETS``, so an old run compares equal to, and continues like, one saved today.
 """
 
 from __future__ import annotations
@@ -26,6 +27,13 @@ MODEL_CLASSES = frozenset({
     "triton_s2r.models.raster_texture.RasterTexture",
     "triton_s2r.models.discriminator.MultiScaleDiscriminator",
 })
+#: ``_target_`` values of saved configs whose classes have moved since (the package's sub-packages): old -> new.
+#: ``load_config`` rewrites them, so every reader of a run's config sees today's paths.
+MOVED_TARGETS = {
+    "triton_s2r.system.TritonSystem": "triton_s2r.training.system.TritonSystem",
+    "triton_s2r.paired.PairedSystem": "triton_s2r.training.paired.PairedSystem",
+    "triton_s2r.datamodule.TritonDataModule": "triton_s2r.data.datamodule.TritonDataModule",
+}
 #: Hydra's own keys that a model section may hold besides ``_target_`` and constructor arguments.
 _ALLOWED_HYDRA_KEYS = frozenset({"_target_", "_convert_", "_recursive_"})
 
@@ -41,7 +49,8 @@ class ConfigError(ValueError):
 
 
 def load_config(path: str | os.PathLike) -> DictConfig:
-    """Read a run's ``config.yaml`` as plain data (``yaml.safe_load``: no object tags, no code).
+    """Read a run's ``config.yaml`` as plain data (``yaml.safe_load``: no object tags, no code), with the
+    ``_target_`` paths of classes that have moved since it was saved updated (``MOVED_TARGETS``).
 
     Raises:
         ConfigError: not a YAML mapping; the message names the file.
@@ -53,7 +62,17 @@ def load_config(path: str | os.PathLike) -> DictConfig:
         raise ConfigError(f"{path}: not valid YAML ({exc}); restore the run's config.yaml") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of config keys, got {type(data).__name__}")
-    return OmegaConf.create(data)
+    return OmegaConf.create(_moved(data))
+
+
+def _moved(node):
+    """``node`` (plain nested containers) with every ``_target_`` named in ``MOVED_TARGETS`` updated."""
+    if isinstance(node, dict):
+        return {key: MOVED_TARGETS.get(value, value) if key == "_target_" and isinstance(value, str) else _moved(value)
+                for key, value in node.items()}
+    if isinstance(node, list):
+        return [_moved(value) for value in node]
+    return node
 
 
 def _targets(node, where: str) -> Iterator[tuple[str, object]]:
