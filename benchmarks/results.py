@@ -51,6 +51,7 @@ METHODS = {  # method -> extra overrides
     "raster_texture": ["experiment=raster_texture"],
     "oracle": ["experiment=oracle"],
     "cyclegan": ["experiment=cyclegan"],
+    "shaded": ["experiment=shaded"],
 }
 COLUMNS = ("psnr", "psnr_masked", "ssim", "haarpsi", "haarpsi_masked", "texture_psnr", "surface_consistency",
            "warp_error")

@@ -49,6 +49,9 @@ def test_every_experiment_composes_and_builds(experiment: str) -> None:
         assert model.sim_input.hint_multiplier == 0
     if experiment == "raster_texture":
         assert type(model.texture).__name__ == "RasterTexture"
+    if experiment == "shaded":  # the decoder draws one grey gain channel more; ℓTR off
+        assert model.shading_channels == model.generator_real.extra_out_channels == 1
+        assert system.loss_weights["texture_reality"] == 0 and system.hparams.texture_lr_factor == 1
     if experiment == "cyclegan":  # CycleGAN's objective: adversarial + L1 cycle, UVL visualisation only
         assert model.sim_input.texture_multiplier == 0 and system.hparams.criterion == "l1"
         assert {k for k, w in system.loss_weights.items() if w} == {"adversarial", "cycle"}
@@ -322,6 +325,24 @@ def test_a_users_own_experiment_from_a_config_dir(tiny_data, tmp_path) -> None:
     cfg = yaml.safe_load((out / "config.yaml").read_text())
     assert cfg["system"]["lr"] == 3e-4 and cfg["loss"]["detach_sim_targets"] is True
     assert cfg["system"]["crop_size"] == 48  # tiny's settings still apply
+
+
+def test_shaded_experiment_trains_and_translates_any_frame_size(tiny_data, tmp_path) -> None:
+    """experiment=shaded end to end: a tiny run, then whole frames of a size the generator cannot take."""
+    from triton_s2r.inference.translator import Translator
+    from triton_s2r.render.gbuffer import GBuffer
+
+    out = tmp_path / "shaded"
+    assert main(["train", "experiment=[tiny,shaded]", "logger=none", "trainer.enable_progress_bar=false",
+                 "trainer.max_epochs=1", f"data.root={tiny_data}", f"hydra.run.dir={out}"]) == 0
+    translator = Translator.from_run_dir(out, device="cpu")
+    assert translator.model.shading_channels == 1
+    textures = translator.bake_textures(8)
+    assert textures.std() > 0  # the grey start moved
+    label = torch.randint(0, 10, (2, 37, 42))
+    result = translator(GBuffer(uv=torch.rand(2, 2, 37, 42), label=label))
+    assert result.translation.shape == (2, 3, 37, 42) and torch.isfinite(result.translation).all()
+    assert result.translation.min() >= 0 and result.translation.max() <= 1
 
 
 def test_missing_checkpoint_is_a_clear_error(tiny_data, tmp_path, capsys) -> None:
