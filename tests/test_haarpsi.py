@@ -9,7 +9,7 @@ import torch
 
 from triton_s2r.evaluation.haarpsi import haarpsi
 from triton_s2r.evaluation.metrics import psnr
-from triton_s2r.tabletop.appearance import alphabet_block_material
+from triton_s2r.tabletop.materials import alphabet_block_material
 
 
 @pytest.fixture(scope="module")

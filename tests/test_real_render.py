@@ -12,7 +12,8 @@ from triton_s2r.render import make_rasterizer  # noqa: E402
 from triton_s2r.render.camera import Camera  # noqa: E402
 from triton_s2r.render.primitives import builtin_frames, quad  # noqa: E402
 from triton_s2r.render.scene import FrameState, LabelTable, Scene, SceneObject  # noqa: E402
-from triton_s2r.tabletop.appearance import Appearance, Material, make_appearance, material_kinds  # noqa: E402
+from triton_s2r.tabletop.appearance import Appearance, make_appearance, material_kinds  # noqa: E402
+from triton_s2r.tabletop.materials import Material  # noqa: E402
 from triton_s2r.tabletop.real import render_depth, render_real  # noqa: E402
 
 SIZE = 48

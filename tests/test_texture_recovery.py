@@ -9,7 +9,7 @@ import torch
 
 from triton_s2r.evaluation.texture_recovery import affine_colour_fit, seen_texels, texture_psnr
 from triton_s2r.render.gbuffer import GBuffer
-from triton_s2r.tabletop.appearance import alphabet_block_material, can_material
+from triton_s2r.tabletop.materials import alphabet_block_material, can_material
 
 R = 64
 

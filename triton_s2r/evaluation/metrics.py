@@ -27,8 +27,7 @@ from torchmetrics.functional.image import structural_similarity_index_measure
 
 from triton_s2r.evaluation.haarpsi import haarpsi as haarpsi  # re-exported: every eval metric is reachable from here
 from triton_s2r.models.texture_space import sample_label_textures, unproject_to_texels
-from triton_s2r.render.gbuffer import GBuffer
-from triton_s2r.render.scene import VOID
+from triton_s2r.render.gbuffer import VOID, GBuffer
 
 # Frames splatted at once: bounds memory at about chunk·K·4·D² floats (16·9·4·128² ≈ 38 MB).
 _CHUNK = 16

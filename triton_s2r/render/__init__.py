@@ -1,10 +1,10 @@
 """Scene model and UVL rendering: meshes, cameras, G-buffers, UVL files, and the two render backends."""
 
 from triton_s2r.render.camera import Camera
-from triton_s2r.render.gbuffer import GBuffer
+from triton_s2r.render.gbuffer import VOID, GBuffer
 from triton_s2r.render.mesh import Mesh, MeshError, load_mesh
 from triton_s2r.render.rasterizer import BACKENDS, UVLRasterizer, make_rasterizer, nvdiffrast_available
-from triton_s2r.render.scene import VOID, FrameState, LabelTable, Scene, SceneObject, load_scene
+from triton_s2r.render.scene import FrameState, LabelTable, Scene, SceneObject, load_scene
 from triton_s2r.render.uvl import (
     UVLFileError,
     gbuffer_to_uvl,

@@ -21,9 +21,9 @@ from embreex import rtcore_scene
 from embreex.mesh_construction import TriangleMesh
 
 from triton_s2r.render.camera import Camera
-from triton_s2r.render.gbuffer import GBuffer
+from triton_s2r.render.gbuffer import VOID, GBuffer
 from triton_s2r.render.mesh import Mesh
-from triton_s2r.render.scene import VOID, FrameState, Scene
+from triton_s2r.render.scene import FrameState, Scene
 
 
 class EmbreeRasterizer:

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from triton_s2r.render.scene import VOID
+VOID = 0
+"""Label id of pixels that hit no surface: no texture there (π = 0, hint -1); ℓUC, ℓTR and masked metrics skip them."""
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ import torch
 from torch import Tensor
 
 from triton_s2r.render.camera import Camera
-from triton_s2r.render.gbuffer import GBuffer
-from triton_s2r.render.scene import VOID, FrameState, Scene
+from triton_s2r.render.gbuffer import VOID, GBuffer
+from triton_s2r.render.scene import FrameState, Scene
 from triton_s2r.utils.optional import require
 
 

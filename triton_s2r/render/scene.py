@@ -21,9 +21,6 @@ from torch import Tensor
 from triton_s2r.render.camera import Camera
 from triton_s2r.render.mesh import Mesh, load_mesh
 
-VOID = 0
-"""Label id of pixels that hit no surface: no texture there (π = 0, hint -1); ℓUC, ℓTR and masked metrics skip them."""
-
 
 @dataclass(frozen=True)
 class LabelTable:

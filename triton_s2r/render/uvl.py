@@ -16,8 +16,8 @@ import OpenEXR
 import torch
 from torch import Tensor
 
-from triton_s2r.render.gbuffer import GBuffer
-from triton_s2r.render.scene import VOID, LabelTable
+from triton_s2r.render.gbuffer import VOID, GBuffer
+from triton_s2r.render.scene import LabelTable
 from triton_s2r.utils.files import atomic_write, write_image
 
 UVL_SUFFIXES = (".exr", ".png")

@@ -5,7 +5,7 @@ frames were path traced with) and lists it in ``dataset.yaml`` under ``hidden``,
 module never looks at; ``tests/test_eval.py`` trains with the folder gone to prove that training never
 reads it. ``triton-s2r eval`` compares the learned textures with it (``triton_s2r.evaluation.texture_recovery``).
 
-Image layout, as ``triton_s2r.tabletop.appearance`` draws it and ``export-textures`` writes learned
+Image layout, as ``triton_s2r.tabletop.materials`` draws it and ``export-textures`` writes learned
 textures: row 0 is the top (v = 1), column 0 is u = 0; pixel (row, col) sits at
 ``(u, v) = ((col + 0.5) / W, 1 - (row + 0.5) / H)``.
 """

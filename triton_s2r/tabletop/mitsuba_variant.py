@@ -1,0 +1,83 @@
+"""Which Mitsuba 3 variant renders the benchmark's "real" frames, and importing Mitsuba switched to it.
+
+Variant, in order: the ``variant`` argument; the ``TRITON_MITSUBA_VARIANT`` environment variable; the first
+of ``cuda_ad_rgb`` (when an NVIDIA driver is present) and ``llvm_ad_rgb`` (when a libLLVM >= 19 is
+installed) whose tiny probe render succeeds in a child process (checked once per process, so a crash cannot
+take this process down); else ``scalar_rgb``. ``llvm_ad_rgb`` is about 2.5x faster than ``scalar_rgb`` on
+CPU but Debian 12's default libLLVM-15 aborts inside drjit's JIT, hence the probe. Only ``scalar_rgb`` was
+run when this module was written. The variant changes Monte Carlo noise, so images are reproducible for a
+given variant only.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+from types import ModuleType
+
+from triton_s2r.utils.optional import require
+
+VARIANT_ENV = "TRITON_MITSUBA_VARIANT"
+CUDA_VARIANT = "cuda_ad_rgb"
+LLVM_VARIANT = "llvm_ad_rgb"
+FALLBACK_VARIANT = "scalar_rgb"
+
+# A child process renders one tiny image with a JIT variant; exit code 0 means that variant works.
+_PROBE = (
+    "import sys, mitsuba as mi; mi.set_variant(sys.argv[1]); "
+    "s = mi.load_dict({'type': 'scene', 'shape': {'type': 'sphere'}, 'light': {'type': 'constant'}, "
+    "'sensor': {'type': 'perspective', 'film': {'type': 'hdrfilm', 'width': 4, 'height': 4}}}); "
+    "mi.render(s, spp=1).numpy()"
+)
+
+
+def select_variant(variant: str | None = None) -> str:
+    """The Mitsuba variant to render with (see the module docstring for the order of choices)."""
+    return variant or os.environ.get(VARIANT_ENV) or _auto_variant()
+
+
+@functools.cache
+def _auto_variant() -> str:
+    """The first JIT variant whose probe render succeeds in a child process, else ``scalar_rgb``."""
+    candidates = []
+    if os.path.exists("/dev/nvidia0") or shutil.which("nvidia-smi"):
+        candidates.append(CUDA_VARIANT)
+    # Without libLLVM >= 19 drjit would load an older one and abort, so don't even probe.
+    if os.environ.get("DRJIT_LIBLLVM_PATH") or _has_libllvm(min_major=19):
+        candidates.append(LLVM_VARIANT)
+    for name in candidates:
+        try:
+            probe = subprocess.run([sys.executable, "-c", _PROBE, name], capture_output=True, timeout=300, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if probe.returncode == 0:
+            return name
+    return FALLBACK_VARIANT
+
+
+def _has_libllvm(min_major: int) -> bool:
+    """Whether a shared libLLVM of at least ``min_major`` is installed in a standard library folder."""
+    # Fixed folders, not a recursive glob: /usr/lib holds symlink loops that make ``**`` run forever.
+    folders = ["/usr/lib", "/usr/lib64", "/usr/local/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+               *glob.glob("/usr/lib/llvm-*/lib"), "/opt/homebrew/opt/llvm/lib", "/usr/local/opt/llvm/lib"]
+    for folder in folders:
+        for path in glob.glob(os.path.join(folder, "libLLVM*")):
+            match = re.search(r"libLLVM[-.](?:so\.)?(\d+)", os.path.basename(path))
+            if match and int(match.group(1)) >= min_major:
+                return True
+    return False
+
+
+def load_mitsuba(variant: str | None) -> ModuleType:
+    """Import Mitsuba and switch it to the selected variant."""
+    mi = require("mitsuba", extra="scenes")
+    name = select_variant(variant)
+    if mi.variant() != name:
+        mi.set_variant(name)
+    return mi
+
