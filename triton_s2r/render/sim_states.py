@@ -115,9 +115,6 @@ def to_frame_state(scene: Scene, states: SimStates, *, width: int, height: int,
     if unknown:
         raise ValueError(f"{where}: unknown joints {unknown}; the robot's joints are {list(robot_joints)} "
                          "(rename the columns or arrays to the URDF's joint names)")
-    missing = [j for j in robot_joints if j not in states.joint_names]
-    if robot is not None and missing:
-        warnings.warn(f"{where}: no values for joints {missing}; they stay at 0", stacklevel=2)
     joints = np.zeros((n, len(robot_joints)))
     for k, name in enumerate(states.joint_names):
         joints[:, robot_joints.index(name)] = states.joints[:, k]
@@ -127,6 +124,9 @@ def to_frame_state(scene: Scene, states: SimStates, *, width: int, height: int,
     if wrong:
         raise ValueError(f"{where}: unknown objects {wrong}; the scene's objects are "
                          f"{[o for o in names if o not in links]} (robot links are posed from the joint values)")
+    missing = [j for j in robot_joints if j not in states.joint_names]
+    if missing:
+        warnings.warn(f"{where}: no values for joints {missing}; they stay at 0", stacklevel=2)
     poses = np.tile(np.eye(4), (n, len(names), 1, 1))
     for k, name in enumerate(states.object_names):
         poses[:, names.index(name)] = states.object_poses[:, k]
@@ -221,7 +221,8 @@ def _read_csv(path: Path) -> SimStates:
                              "(qw, qx, qy, qz), e.g. 1, 0, 0, 0")
         poses[:, k, :3, :3], poses[:, k, :3, 3] = quaternion_matrix(quat), xyz
     joints = [h for h in columns if "." not in h]
-    return _checked(SimStates(tuple(joints), np.stack([columns[j] for j in joints], -1).reshape(len(body), -1),
+    joint_values = np.stack([columns[j] for j in joints], -1) if joints else np.zeros((len(body), 0))
+    return _checked(SimStates(tuple(joints), joint_values,
                               tuple(objects), poses, None, str(path)))
 
 
