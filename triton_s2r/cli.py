@@ -9,6 +9,7 @@ Examples::
     triton-s2r export-textures outputs/runs/tiny --out outputs/textures/tiny
     triton-s2r eval outputs/runs/tiny outputs/data/tiny --out outputs/eval/tiny.json
     triton-s2r downstream outputs/data/tiny --train-on real --out outputs/downstream/real.json
+    triton-s2r render-sim examples/xarm/scene.yaml examples/xarm/trajectory.csv --out outputs/xarm
 """
 
 from __future__ import annotations
@@ -104,6 +105,33 @@ def _export_textures(args: argparse.Namespace) -> int:
     if result.scene_glb:
         print(f"  whole scene (first test frame's poses): {result.scene_glb.resolve()}")
     return 0
+
+
+def _render_sim(args: argparse.Namespace) -> int:
+    from triton_s2r.render.render_sim import render_sim
+
+    result = render_sim(args.scene, args.states, args.out, size=args.resolution, backend=args.backend,
+                        batch_size=args.batch_size, uvl_format=args.uvl_format)
+    out = result.out.resolve()
+    print(f"wrote {result.num_frames} UVL frames of {result.size[1]}x{result.size[0]} ({result.backend}) to "
+          f"{out / 'uvl'}, states to {out / 'states.npz'}, labels to {out / 'labels.yaml'}")
+    print(f"  labels: {dict(zip(result.labels.names, result.labels.values, strict=True))}")
+    print(f"  train:  {result.train_command()}")
+    print(f"  translate: triton-s2r translate RUN {out / 'states.npz'} --scene {args.scene} --resolution "
+          f"{result.size[0]} --out video.mp4")
+    return 0
+
+
+def _resolution(text: str) -> tuple[int, int]:
+    """argparse type of render-sim's --resolution: N (square) or HxW."""
+    try:
+        h, _, w = text.partition("x")
+        size = (int(h), int(w or h))
+    except ValueError:
+        size = (0, 0)
+    if min(size) < 1:
+        raise argparse.ArgumentTypeError(f"expected N or HxW in pixels such as 256 or 240x320, got {text!r}")
+    return size
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -339,6 +367,26 @@ def build_parser() -> argparse.ArgumentParser:
                       "test/, sequences/; other files stay) and build from scratch; without it such a folder is "
                       "refused, and a folder built with the same arguments is resumed")
     make.set_defaults(func=_make_dataset)
+
+    sim = sub.add_parser(
+        "render-sim",
+        help="render your simulator's trajectory (robot from a URDF, objects, camera) to UVL frames for training",
+        description="Render every frame of STATES (a .csv: frame, <joint names>..., <object>.x/.y/.z/.qw/.qx/.qy/.qz; "
+        "or a .npz with joint_names, joints, object_names, object_poses and optional camera_* arrays: "
+        "data/README.md) of SCENE (a scene YAML with a robot: {urdf: ...} entry and a camera: entry for states "
+        "without cameras: docs/rendering.md) to OUT/uvl/NNNNNN.png, and write OUT/states.npz (dataset layout, for "
+        "`translate RUN OUT/states.npz --scene SCENE`) and OUT/labels.yaml (for `train data=folders`). Example: "
+        "triton-s2r render-sim examples/xarm/scene.yaml examples/xarm/trajectory.csv --out outputs/xarm",
+        formatter_class=HelpFormatter,
+    )
+    sim.add_argument("scene", type=Path, help="scene YAML file")
+    sim.add_argument("states", type=Path, help="states file (.csv or .npz)")
+    sim.add_argument("--out", type=Path, required=True, help="output folder")
+    sim.add_argument("--resolution", type=_resolution, default=(256, 256), help="N or HxW in pixels (default: 256)")
+    sim.add_argument("--backend", choices=BACKEND_CHOICES, default="auto", help="render backend")
+    sim.add_argument("--batch-size", type=int, default=8, help="frames per render call")
+    sim.add_argument("--uvl-format", choices=["png", "exr"], default="png", help="UVL file format")
+    sim.set_defaults(func=_render_sim)
     return parser
 
 

@@ -218,7 +218,9 @@ def open_input(
         raise ValueError(f"--sequence applies to a dataset root (a folder with dataset.yaml), not to {path}")
     if path.is_file():
         if path.suffix != ".npz":
-            raise ValueError(f"{path}: a file input must be a states .npz file written by make-dataset")
+            raise ValueError(f"{path}: a file input must be a states .npz file written by make-dataset or render-sim "
+                             f"(render a simulator trajectory with `triton-s2r render-sim SCENE {path.name} --out DIR` "
+                             f"and translate DIR/states.npz)")
         states = path
     else:  # a split folder without UVL frames (train_real) still has its states
         states = path / "states.npz" if (path / "states.npz").is_file() and not (path / "uvl").is_dir() else None

@@ -20,6 +20,8 @@ from torch import Tensor
 
 from triton_s2r.render.camera import Camera
 from triton_s2r.render.mesh import Mesh, load_mesh
+from triton_s2r.render.urdf import SceneRobot, scene_robot
+from triton_s2r.utils.optional import require
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,21 @@ class LabelTable:
         values = tuple(round(255 * (i + 1) / n) for i in range(n))
         return cls(tuple(names), values, 0)
 
+    @classmethod
+    def filling_values(cls, names: list[str], values: list[int | None], void_value: int | None) -> LabelTable:
+        """Labels where each None value gets the free value farthest from those taken (robust to half floats)."""
+        used = {v for v in [*values, void_value] if v is not None}
+        filled = []
+        for value in values:
+            if value is None:
+                free = [x for x in range(1, 256) if x not in used]
+                if not free:
+                    raise ValueError(f"label table: no free value in 1..255 for {len(names)} labels")
+                value = max(free, key=lambda x: min((abs(x - u) for u in used), default=x))
+                used.add(value)
+            filled.append(value)
+        return cls(tuple(names), tuple(filled), void_value)
+
     @property
     def num_labels(self) -> int:
         """K, the number of labels excluding void."""
@@ -91,7 +108,7 @@ class SceneObject:
 
 @dataclass(frozen=True)
 class Scene:
-    """Rigid objects plus their label table.
+    """Rigid objects plus their label table, and the robot (URDF) whose links some of them are, if any.
 
     The merged arrays (all objects' triangles in one list, object after object) are what the render
     backends consume; a triangle's index in them is the ``face_id`` a G-buffer reports.
@@ -99,6 +116,7 @@ class Scene:
 
     objects: tuple[SceneObject, ...]
     labels: LabelTable
+    robot: SceneRobot | None = field(default=None, repr=False, compare=False)
     _merged: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -234,19 +252,39 @@ def load_scene(path: str | os.PathLike) -> Scene:
     explicit choice. ``unwrap: true`` computes UVs with xatlas when the
     mesh has none (see ``load_mesh``). ``uv_tile: [i, n]`` shrinks the mesh's UVs into tile i of n
     (``Mesh.in_uv_tile``), so that objects sharing a label, and so a texture, do not overlap in it.
+
+    A ``robot:`` entry adds the links of a URDF robot as objects (after ``objects``, in URDF order, named
+    after the links; ``render.urdf.scene_robot``)::
+
+        robot:
+          urdf: robot/xarm6.urdf       # or pybullet_data://xarm/xarm6_robot.urdf (the installed package)
+          base: {xyz: [-0.4, 0, 0], rpy: [0, 0, 0]}      # world_from_base, optional
+          labels: {robot_base: [link_base, link1], robot_arm: [link2, link3, link4, link5, link6]}
+
+    Without ``labels`` each link gets its own label, named after it; links sharing a label get a UV tile
+    each. Labels listed without a ``value``, and robot labels missing from ``labels``, get free values.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"scene file not found: {path}")
     try:
         spec = yaml.safe_load(path.read_text())
-        labels = LabelTable(
-            names=tuple(str(entry["name"]) for entry in spec["labels"]),
-            values=tuple(int(entry["value"]) for entry in spec["labels"]),
-            void_value=spec.get("void_value", 0),
-        )
-        entries = spec["objects"]
-    except (yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
+        robot_entry = spec.get("robot")
+        if robot_entry is not None and not isinstance(robot_entry, dict):
+            raise TypeError(f"`robot` must be a mapping with urdf, labels and base, got {robot_entry!r}")
+    except (yaml.YAMLError, AttributeError, TypeError) as exc:
+        raise ValueError(f"{path}: not a valid scene file ({exc}); see triton_s2r.render.scene.load_scene") from exc
+    robot = None
+    if robot_entry is not None:
+        robot = scene_robot(robot_entry, _file_path(path, "robot", "urdf", robot_entry.get("urdf")), str(path))
+    try:
+        names = [str(entry["name"]) for entry in spec["labels"]]
+        values = [None if entry.get("value") is None else int(entry["value"]) for entry in spec["labels"]]
+        robot_labels = [] if robot is None else [n for n in dict.fromkeys(robot.link_labels.values()) if n not in names]
+        labels = LabelTable.filling_values(names + robot_labels, values + [None] * len(robot_labels),
+                                           spec.get("void_value", 0))
+        entries = spec.get("objects", []) if robot is not None else spec["objects"]
+    except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{path}: not a valid scene file ({exc}); see triton_s2r.render.scene.load_scene") from exc
     objects = []
     for entry in entries:
@@ -256,7 +294,8 @@ def load_scene(path: str | os.PathLike) -> Scene:
             label = labels.id_of(str(entry["label"]))
         except KeyError as exc:
             raise ValueError(f"{path}: object {entry.get('name')!r}: {exc.args[0]}") from None
-        mesh = load_mesh(_mesh_path(path, entry), unwrap=bool(entry.get("unwrap", False)))
+        mesh_file = _file_path(path, f"object {entry.get('name')!r}", "mesh", entry.get("mesh"))
+        mesh = load_mesh(mesh_file, unwrap=bool(entry.get("unwrap", False)))
         if "uv_tile" in entry:  # [index, count]: this object's region of its label's texture
             try:
                 mesh = mesh.in_uv_tile(*(int(k) for k in entry["uv_tile"]))
@@ -264,26 +303,34 @@ def load_scene(path: str | os.PathLike) -> Scene:
                 raise ValueError(f"{path}: object {entry.get('name')!r}: uv_tile must be [index, count] with "
                                  f"0 <= index < count ({exc})") from None
         objects.append(SceneObject(str(entry["name"]), label, mesh))
-    return Scene(tuple(objects), labels)
+    if robot is not None:
+        clash = sorted({o.name for o in objects} & set(robot.link_labels))
+        if clash:
+            raise ValueError(f"{path}: objects {clash} have the names of robot links; rename them")
+        objects += [SceneObject(link, labels.id_of(robot.link_labels[link]), mesh)
+                    for link, mesh in robot.link_meshes().items()]
+    return Scene(tuple(objects), labels, robot)
 
 
-def _mesh_path(scene_file: Path, entry: dict) -> Path:
-    """The mesh file of a scene-file object entry: relative paths must stay in the scene file's folder.
+def _file_path(scene_file: Path, owner: str, key: str, value: object) -> Path:
+    """The file of a scene-file entry's ``key`` (``mesh``, ``urdf``): relative paths must stay in the file's folder.
 
     The check is on the written path (``..`` components), not on resolved symlinks: a link the user placed
-    in the folder is as explicit a choice as an absolute path.
+    in the folder is as explicit a choice as an absolute path. ``pybullet_data://REST`` names a file of the
+    installed ``pybullet_data`` package (the example robots).
     """
-    name = entry.get("name")
-    mesh = entry.get("mesh")
-    if not isinstance(mesh, str) or not mesh:
-        raise ValueError(f"{scene_file}: object {name!r}: `mesh` must be a file path, got {mesh!r}")
-    if os.path.isabs(mesh):
-        return Path(mesh)
-    parts = Path(os.path.normpath(mesh)).parts
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{scene_file}: {owner}: `{key}` must be a file path, got {value!r}")
+    if value.startswith("pybullet_data://"):
+        pybullet_data = require("pybullet_data", extra="robot", package="pybullet")
+        return Path(pybullet_data.getDataPath()) / value[len("pybullet_data://"):]
+    if os.path.isabs(value):
+        return Path(value)
+    parts = Path(os.path.normpath(value)).parts
     if parts and parts[0] == "..":
         raise ValueError(
-            f"{scene_file}: object {name!r}: mesh path {mesh!r} leaves the scene file's folder; relative mesh paths "
-            "must stay inside it: move the mesh next to the scene file (e.g. meshes/), or write an absolute path "
+            f"{scene_file}: {owner}: {key} path {value!r} leaves the scene file's folder; relative {key} paths "
+            "must stay inside it: move the file next to the scene file (e.g. meshes/), or write an absolute path "
             "if you mean to use a file elsewhere"
         )
-    return scene_file.parent / mesh
+    return scene_file.parent / value
