@@ -103,18 +103,18 @@ def test_surface_consistency_within_clips_compares_only_the_frames_of_a_clip():
     # Clip [0, 1] is brighter than clip [2, 3]: a change between clips, none within one.
     step = torch.tensor([0.3, 0.3, 0.0, 0.0]).view(4, 1, 1, 1)
     assert surface_consistency_loss(image + step, uv, label, NUM_LABELS, GRID) > 0.1
-    within = surface_consistency_loss(image + step, uv, label, NUM_LABELS, GRID, clip_frames=2)
+    within = surface_consistency_loss(image + step, uv, label, NUM_LABELS, GRID, sim_clip_frames=2)
     assert within < 0.01
     # Flicker inside the clips counts as before: the mean of the two clips' own ℓUC.
     flicker = torch.tensor([0.0, 0.3, 0.0, 0.3]).view(4, 1, 1, 1)
     per_clip = [surface_consistency_loss((image + flicker)[k:k + 2], uv[k:k + 2], label[k:k + 2], NUM_LABELS, GRID)
                 for k in (0, 2)]
     torch.testing.assert_close(
-        surface_consistency_loss(image + flicker, uv, label, NUM_LABELS, GRID, clip_frames=2),
+        surface_consistency_loss(image + flicker, uv, label, NUM_LABELS, GRID, sim_clip_frames=2),
         torch.stack(per_clip).mean())
     assert per_clip[0] > 0.1
     with pytest.raises(ValueError, match="does not split into clips of 3"):
-        surface_consistency_loss(image, uv, label, NUM_LABELS, GRID, clip_frames=3)
+        surface_consistency_loss(image, uv, label, NUM_LABELS, GRID, sim_clip_frames=3)
 
 
 def test_surface_consistency_has_finite_gradients_when_all_texels_agree_exactly():

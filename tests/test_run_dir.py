@@ -17,7 +17,7 @@ import yaml
 
 from triton_s2r.cli import main
 from triton_s2r.inference.translator import Translator
-from triton_s2r.runs.config import MOVED_TARGETS, ConfigError, load_config
+from triton_s2r.runs.config import MOVED_TARGETS, RETIRED_KEYS, ConfigError, config_diff, load_config
 from triton_s2r.runs.run_dir import CheckpointError, RunDir, load_checkpoint
 
 TINY = ["experiment=tiny", "logger=none", "trainer.enable_progress_bar=false", "trainer.max_epochs=3",
@@ -72,11 +72,14 @@ def test_rerun_with_other_settings_is_refused_naming_the_keys(finished, data_roo
 
 
 def test_a_run_saved_before_the_classes_moved_continues_and_translates(finished, data_root, tmp_path, capfd) -> None:
-    """Runs saved before the sub-packages name ``triton_s2r.system.TritonSystem`` and the like."""
+    """Runs saved before the sub-packages name ``triton_s2r.system.TritonSystem`` and the like, and hold
+    ``system.surface_consistency_clip_frames`` (retired since: ℓUC takes data.sim_clip_frames)."""
     run = copy_of(finished, tmp_path / "old")
     config = run.config_path.read_text()
     old = config.replace("triton_s2r.training.system.TritonSystem", "triton_s2r.system.TritonSystem").replace(
-        "triton_s2r.data.datamodule.TritonDataModule", "triton_s2r.datamodule.TritonDataModule")
+        "triton_s2r.data.datamodule.TritonDataModule", "triton_s2r.datamodule.TritonDataModule").replace(
+        "\n  render_backend: ", "\n  surface_consistency_clip_frames: 2\n  render_backend: ")
+    assert old.count("surface_consistency_clip_frames: 2") == 1
     assert old.count("_target_: triton_s2r.system.TritonSystem") == 1
     assert old.count("_target_: triton_s2r.datamodule.TritonDataModule") == 1
     run.config_path.write_text(old)
@@ -105,6 +108,25 @@ def test_old_target_paths_are_read_as_todays(tmp_path) -> None:
     for old, new in MOVED_TARGETS.items():  # every new path names a class that exists
         module, name = new.rsplit(".", 1)
         assert getattr(importlib.import_module(module), name).__name__ == old.rsplit(".", 1)[1]
+
+
+def test_a_retired_key_is_dropped_where_it_followed_its_key(tmp_path) -> None:
+    """Saved with the key they always copied, old runs compare equal to today's; a value of its own stays, so
+    continuing that run with today's settings is refused naming it."""
+    path = tmp_path / "config.yaml"
+    today = load_config_of(path, {"data": {"sim_clip_frames": 2}, "system": {"lr": 1e-4}})
+    followed = load_config_of(path, {"data": {"sim_clip_frames": 2},
+                                     "system": {"lr": 1e-4, "surface_consistency_clip_frames": 2}})
+    assert "surface_consistency_clip_frames" not in followed.system and not config_diff(followed, today)
+    own = load_config_of(path, {"data": {"sim_clip_frames": 2},
+                                "system": {"lr": 1e-4, "surface_consistency_clip_frames": 1}})
+    assert config_diff(own, today) == ["system.surface_consistency_clip_frames: 1 -> <absent>"]
+    assert set(RETIRED_KEYS) == {"system.surface_consistency_clip_frames"}
+
+
+def load_config_of(path: Path, data: dict):
+    path.write_text(yaml.safe_dump(data))
+    return load_config(path)
 
 
 def test_rerun_continues_a_killed_run_exactly(finished, data_root, tmp_path, capfd) -> None:

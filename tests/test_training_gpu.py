@@ -68,23 +68,26 @@ class _FailOnSync(pl.Callback):
         torch.cuda.set_sync_debug_mode("default")
 
 
-def test_training_step_never_waits_for_the_gpu(data: str, tmp_path) -> None:
-    """Rendering in the loop, both optimiser steps, the weight average and the per-step logging queue their
-    GPU work without waiting for it (nvdiffrast's rasterizer waits for its own stream, outside PyTorch)."""
+def test_training_step_never_waits_for_the_gpu(data: str, tmp_path, monkeypatch) -> None:
+    """Rendering in the loop, both optimiser steps, the weight average, the non-finite counts and the per-step
+    logging queue their GPU work without waiting for it (nvdiffrast's rasterizer waits for its own stream,
+    outside PyTorch)."""
     with initialize_config_module("triton_s2r.conf", version_base="1.3"):
         cfg = compose("train", overrides=[
             "experiment=tiny", "trainer=gpu", "render=nvdiffrast", f"data.root={data}", "data.build_preset=null",
             "data.sim_source=render", "data.val_frames=0", "system.supersample=2", "system.crop_size=64",
             "system.resolution_schedule=[[0,64]]", "system.preview_every_n_batches=1000"])
     datamodule, system = build(cfg)
+    # The system's own callbacks (weight average, non-finite guard, ...) run at the batch end: check them too.
+    own = system.configure_callbacks()
+    monkeypatch.setattr(system, "configure_callbacks", lambda: [*own, _FailOnSync()])
     trainer = pl.Trainer(accelerator="gpu", devices=1, precision="bf16-mixed", max_epochs=1, logger=False,
-                         enable_checkpointing=False, enable_progress_bar=False, callbacks=[_FailOnSync()],
-                         default_root_dir=str(tmp_path))
+                         enable_checkpointing=False, enable_progress_bar=False, default_root_dir=str(tmp_path))
     try:
         trainer.fit(system, datamodule=datamodule)
     finally:
         torch.cuda.set_sync_debug_mode("default")
-    assert system._batches == 5
+    assert system.batches_trained == 5
 
 
 def test_texture_packing_is_sync_free_and_matches_cpu() -> None:

@@ -24,16 +24,17 @@ import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
-from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
 from omegaconf import DictConfig, OmegaConf, open_dict
 from pytorch_lightning.callbacks import ModelCheckpoint, TQDMProgressBar
+from pytorch_lightning.plugins import TorchCheckpointIO
 from pytorch_lightning.utilities import rank_zero_only
 
+from triton_s2r.losses.settings import LossSettings
 from triton_s2r.runs.config import ConfigError, build_model, check_training_config, config_diff
 from triton_s2r.runs.run_dir import BEST, EPOCH_PATTERN, CheckpointError, RunDir, load_checkpoint
 from triton_s2r.tabletop.dataset import make_dataset
+from triton_s2r.training.callbacks import NonFiniteLossError
 from triton_s2r.training.curves import TrainingCurves
-from triton_s2r.training.system import NonFiniteLossError
 from triton_s2r.utils.files import atomic_write
 
 log = logging.getLogger("triton_s2r.train")
@@ -113,15 +114,20 @@ def build(cfg: DictConfig):
     datamodule.setup("fit")
     with open_dict(cfg):
         cfg.num_labels = datamodule.labels.num_labels
-    system = instantiate(
-        cfg.system,
-        _convert_="all",  # plain containers in hyperparameters, so checkpoints load with weights_only
-        **OmegaConf.to_container(cfg.loss, resolve=True),
-        model=build_model(cfg.model.translator),
-        discriminator_sim=build_model(cfg.model.discriminator_sim, "model.discriminator_sim"),
-        discriminator_real=build_model(cfg.model.discriminator_real, "model.discriminator_real"),
-    )
-    return datamodule, system
+    return datamodule, build_system(cfg)
+
+
+def build_system(cfg: DictConfig):
+    """``cfg.system`` with its networks and its ``LossSettings``: the ``loss`` group, and ℓUC's clips from
+    ``data.sim_clip_frames`` (the clips the batches come in)."""
+    losses = LossSettings(**OmegaConf.to_container(cfg.loss, resolve=True),
+                          sim_clip_frames=cfg.data.get("sim_clip_frames", 1))
+    # _partial_: LossSettings goes in as it is (Hydra would turn it into a mapping); _convert_: plain containers
+    # in hyperparameters, so checkpoints load with weights_only.
+    system = instantiate(cfg.system, _partial_=True, _convert_="all")
+    return system(losses=losses, model=build_model(cfg.model.translator),
+                  discriminator_sim=build_model(cfg.model.discriminator_sim, "model.discriminator_sim"),
+                  discriminator_real=build_model(cfg.model.discriminator_real, "model.discriminator_real"))
 
 
 def checkpoint_callbacks(run: RunDir, keep: int, validation: bool) -> list[ModelCheckpoint]:
@@ -183,6 +189,7 @@ def train(cfg: DictConfig) -> Path:
         run.write_config(cfg)
         run.save_training_data(*datamodule.training_data())
     logger = instantiate(cfg.logger) if cfg.get("logger") and cfg.logger.get("_target_") else False
+    # Besides the system's own (TritonSystem.configure_callbacks): weight average, non-finite guard, previews, RNG.
     callbacks = checkpoint_callbacks(run, int(cfg.checkpoints.keep), datamodule.has_validation())
     if datamodule.has_validation():
         callbacks.append(TrainingCurves(run.path))

@@ -52,25 +52,26 @@ class EpochSampler(Sampler[int]):
 
 
 class ClipSampler(EpochSampler):
-    """Like ``EpochSampler`` for an ``UnpairedDataset`` whose sim frames come in clips of ``clip_frames``.
+    """Like ``EpochSampler`` for an ``UnpairedDataset`` whose sim frames come in clips of ``sim_clip_frames``
+    (``data.sim_clip_frames``).
 
     Each clip is drawn uniformly, its frames in order, each paired with a photo drawn uniformly; a batch whose
-    size is a multiple of ``clip_frames`` then holds whole clips. Sim frames past the last whole clip are
+    size is a multiple of ``sim_clip_frames`` then holds whole clips. Sim frames past the last whole clip are
     never drawn. Each rank's count is rounded up to whole clips.
     """
 
-    def __init__(self, num_sim: int, num_real: int, clip_frames: int, num_samples: int, seed: int,
+    def __init__(self, num_sim: int, num_real: int, sim_clip_frames: int, num_samples: int, seed: int,
                  rank: int = 0, world_size: int = 1) -> None:
-        if num_sim < clip_frames:
-            raise ValueError(f"{num_sim} sim frame(s) make no clip of {clip_frames}")
+        if num_sim < sim_clip_frames:
+            raise ValueError(f"{num_sim} sim frame(s) make no clip of {sim_clip_frames}")
         super().__init__(num_sim * num_real, num_samples, seed, rank, world_size)
-        self.num_samples = -(-self.num_samples // clip_frames) * clip_frames
-        self.num_real, self.clip_frames, self.num_clips = num_real, clip_frames, num_sim // clip_frames
+        self.num_samples = -(-self.num_samples // sim_clip_frames) * sim_clip_frames
+        self.num_real, self.sim_clip_frames, self.num_clips = num_real, sim_clip_frames, num_sim // sim_clip_frames
 
     def __iter__(self):
         g = self._generator()
-        clips = torch.randint(0, self.num_clips, (self.num_samples // self.clip_frames, 1), generator=g)
-        sim = (clips * self.clip_frames + torch.arange(self.clip_frames)).flatten()
+        clips = torch.randint(0, self.num_clips, (self.num_samples // self.sim_clip_frames, 1), generator=g)
+        sim = (clips * self.sim_clip_frames + torch.arange(self.sim_clip_frames)).flatten()
         real = torch.randint(0, self.num_real, (sim.numel(),), generator=g)
         return iter((sim * self.num_real + real).tolist())
 
@@ -208,6 +209,7 @@ class TritonDataModule(pl.LightningDataModule):
     def setup(self, stage: str | None = None) -> None:
         if self.root is not None:
             self.dataset = BenchmarkDataset.open(self.root)
+            # The manifest keeps its own name for the clips of train_sim (sim_clip_frames; docs/training.md).
             built = self.dataset.splits["train_sim"].get("clip_frames", 1)
             if self.sim_clip_frames > 1 and not self.paired and built != self.sim_clip_frames:
                 raise ValueError(
@@ -271,6 +273,7 @@ class TritonDataModule(pl.LightningDataModule):
         rank, world_size = 0, 1
         if self.trainer is not None and self.trainer.world_size > 1:
             # Lightning's own distributed wrapper would shuffle the indices across ranks, splitting clips.
+            # Private: Lightning 2.x has no public read of the Trainer's use_distributed_sampler.
             connector = getattr(self.trainer, "_accelerator_connector", None)
             if getattr(connector, "use_distributed_sampler", False):
                 raise ValueError("with several processes set trainer.use_distributed_sampler=false (trainer=ddp "

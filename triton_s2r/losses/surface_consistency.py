@@ -47,7 +47,7 @@ def surface_consistency_loss(
     color_normalization_eps: float | None = None,
     color_normalization_offset: float = 0.0,
     min_views: int = 2,
-    clip_frames: int = 1,
+    sim_clip_frames: int = 1,
 ) -> Tensor:
     """ℓUC: weighted std of each texel's colour across the images of the batch.
 
@@ -64,7 +64,7 @@ def surface_consistency_loss(
             ``color_normalization_eps`` (reference 0; 1 turns [-1, 1] into [0, 2], so the normalised colour
             no longer depends on per-view brightness).
         min_views: texels seen (with non-zero splat weight) by fewer images are ignored; at least 2.
-        clip_frames: N > 1: the batch is B / N clips of N consecutive frames (neighbouring views, e.g.
+        sim_clip_frames: N > 1: the batch is B / N clips of N consecutive sim frames (neighbouring views,
             ``data.sim_clip_frames``), and ℓUC compares only the images of one clip: the mean over clips of
             each clip's ℓUC. Slow view-dependent change (shading, shadows) then costs little, frame-to-frame
             flicker as much as before. 1: the whole batch (paper).
@@ -75,14 +75,14 @@ def surface_consistency_loss(
     """
     if min_views < 2:
         raise ValueError(f"min_views must be >= 2 (a std needs two views), got {min_views}")
-    if clip_frames > 1:
-        if image.shape[0] % clip_frames:
-            raise ValueError(f"a batch of {image.shape[0]} images does not split into clips of {clip_frames}")
+    n = sim_clip_frames
+    if n > 1:
+        if image.shape[0] % n:
+            raise ValueError(f"a batch of {image.shape[0]} images does not split into clips of {n}")
         return torch.stack([
-            surface_consistency_loss(image[k:k + clip_frames], uv[k:k + clip_frames], label[k:k + clip_frames],
-                                     num_labels, grid_size, eps, color_normalization_eps,
-                                     color_normalization_offset, min_views)
-            for k in range(0, image.shape[0], clip_frames)
+            surface_consistency_loss(image[k:k + n], uv[k:k + n], label[k:k + n], num_labels, grid_size, eps,
+                                     color_normalization_eps, color_normalization_offset, min_views)
+            for k in range(0, image.shape[0], n)
         ]).mean()
     texel_mean, texel_weight = unproject_to_texels(image, uv, label, num_labels, grid_size)
     if color_normalization_eps is not None:

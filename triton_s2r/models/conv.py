@@ -31,8 +31,9 @@ def reflect_pad(x: Tensor, padding: tuple[int, int, int, int]) -> Tensor:
 class Conv2d(nn.Conv2d):
     """``nn.Conv2d`` (same parameters, same state-dict keys) that pads with ``reflect_pad`` when compiled."""
 
-    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-        if self.padding_mode != "reflect" or not torch.compiler.is_compiling():
-            return super()._conv_forward(input, weight, bias)
-        padded = reflect_pad(input, self._reversed_padding_repeated_twice)
-        return F.conv2d(padded, weight, bias, self.stride, 0, self.dilation, self.groups)
+    def forward(self, input: Tensor) -> Tensor:
+        if self.padding_mode != "reflect" or isinstance(self.padding, str) or not torch.compiler.is_compiling():
+            return super().forward(input)
+        height, width = self.padding
+        padded = reflect_pad(input, (width, width, height, height))
+        return F.conv2d(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)

@@ -3,8 +3,9 @@
 A run's ``config.yaml`` may come from elsewhere (a shared run directory), so reading it must not run code:
 ``load_config`` reads plain YAML, and ``build_model`` instantiates only the ``triton_s2r`` model classes
 that the shipped configs name (``MODEL_CLASSES``); any other ``_target_`` is refused before anything is
-built. Runs saved before a class moved name it by its old path: ``load_config`` reads those through
-``MOVED_TARGETS``, so an old run compares equal to, and continues like, one saved today.
+built. Runs saved before a class moved name it by its old path, and runs saved before a key was retired hold
+it: ``load_config`` reads those through ``MOVED_TARGETS`` and ``RETIRED_KEYS``, so an old run compares equal
+to, and continues like, one saved today.
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ MOVED_TARGETS = {
     "triton_s2r.paired.PairedSystem": "triton_s2r.training.paired.PairedSystem",
     "triton_s2r.datamodule.TritonDataModule": "triton_s2r.data.datamodule.TritonDataModule",
 }
+#: Keys of saved configs that today's configs no longer hold: old key -> the key whose value it always took.
+#: ``load_config`` drops such a key where its value equals that key's, so the run compares equal to one saved
+#: today; where they differ it stays, and ``config_diff`` names it (this code cannot train that setting).
+RETIRED_KEYS = {
+    "system.surface_consistency_clip_frames": "data.sim_clip_frames",  # ℓUC's clips are the data's clips
+}
 #: Hydra's own keys that a model section may hold besides ``_target_`` and constructor arguments.
 _ALLOWED_HYDRA_KEYS = frozenset({"_target_", "_convert_", "_recursive_"})
 
@@ -50,7 +57,8 @@ class ConfigError(ValueError):
 
 def load_config(path: str | os.PathLike) -> DictConfig:
     """Read a run's ``config.yaml`` as plain data (``yaml.safe_load``: no object tags, no code), with the
-    ``_target_`` paths of classes that have moved since it was saved updated (``MOVED_TARGETS``).
+    ``_target_`` paths of classes that have moved since it was saved updated (``MOVED_TARGETS``) and the keys
+    retired since then dropped (``RETIRED_KEYS``).
 
     Raises:
         ConfigError: not a YAML mapping; the message names the file.
@@ -62,7 +70,23 @@ def load_config(path: str | os.PathLike) -> DictConfig:
         raise ConfigError(f"{path}: not valid YAML ({exc}); restore the run's config.yaml") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of config keys, got {type(data).__name__}")
-    return OmegaConf.create(_moved(data))
+    return OmegaConf.create(_retired(_moved(data)))
+
+
+def _retired(data: dict) -> dict:
+    """``data`` without the ``RETIRED_KEYS`` that hold the value of the key they were retired for."""
+    def parent_and_name(key: str) -> tuple[dict | None, str]:
+        *path, name = key.split(".")
+        node = data
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        return (node if isinstance(node, dict) else None), name
+
+    for old, new in RETIRED_KEYS.items():
+        (node, name), (source, source_name) = parent_and_name(old), parent_and_name(new)
+        if node is not None and source is not None and name in node and node[name] == source.get(source_name):
+            del node[name]
+    return data
 
 
 def _moved(node):

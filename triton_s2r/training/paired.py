@@ -5,8 +5,9 @@ split with its UVL frames, ``data.paired=true``), so its scores are the ceiling 
 approach. x_a is built as in the ``no_texture`` ablation (UVL hint only) and translated by the same
 x_ab = G_B(E_A(x_a)); the generator minimises ``paired`` (mean |x_ab - y| against the aligned photo y) plus
 the LSGAN ``adversarial`` term of the real-domain discriminator D_B, which learns y against x_ab. The
-real->sim half, D_A and the texture stay untouched. Optimisers, schedules, the non-finite guard,
-checkpoints, previews and validation are ``TritonSystem``'s, so the run loads with ``Translator`` as any other.
+real->sim half, D_A and the texture stay untouched. Optimisers, schedules, checkpoints, validation and the
+callbacks (weight average, non-finite guard, previews) are ``TritonSystem``'s, so the run loads with
+``Translator`` as any other.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from torch import Tensor
 
 from triton_s2r.data.augment import augment_paired
 from triton_s2r.losses import discriminator_adversarial_loss, generator_adversarial_loss, reconstruction_loss
-from triton_s2r.training.system import Forward, TritonSystem
+from triton_s2r.training.step import Forward
+from triton_s2r.training.system import TritonSystem
 
 
 class PairedSystem(TritonSystem):
     """Supervised sim->real translation on aligned frame pairs (weights: ``adversarial``, ``paired``).
 
-    Takes ``TritonSystem``'s arguments; loss weights other than ``adversarial`` and ``paired`` must be 0.
+    Takes ``TritonSystem``'s arguments; ``losses`` may weight only ``adversarial`` and ``paired``.
     pix2pix weights the L1 term 100 against the GAN term 1.
     """
 
@@ -44,11 +46,11 @@ class PairedSystem(TritonSystem):
     def _discriminator_loss(self, out: Forward) -> Tensor:
         logits = self._logits(self.discriminator_real, out.real)
         fake = self._logits(self.discriminator_real, out.x_ab.detach())
-        return self.loss_weights["adversarial"] * discriminator_adversarial_loss(logits, fake, self.hparams.gan_type)
+        return self.loss_weights["adversarial"] * discriminator_adversarial_loss(logits, fake, self.losses.gan_type)
 
     def _generator_terms(self, out: Forward) -> dict[str, Tensor]:
         return {
             "adversarial": generator_adversarial_loss(self._logits(self.discriminator_real, out.x_ab),
-                                                      self.hparams.gan_type),
+                                                      self.losses.gan_type),
             "paired": reconstruction_loss(out.x_ab.float(), out.real.float(), "l1"),
         }

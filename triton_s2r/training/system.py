@@ -1,7 +1,9 @@
 """TritonSystem: the TRITON GAN step as a LightningModule with manual optimization (docs/method.md §4-5).
 
-Per batch: one forward pass of texture and both translators; then the discriminator step on the
-detached translations (no recomputation, docs/method.md §5.2, §8.8); then the generator + texture step.
+Per batch (``training_step``): one forward pass of texture and both translators; then the discriminator phase
+on the detached translations (no recomputation, docs/method.md §5.2, §8.8); then the generator + texture phase.
+The jobs around the step are callbacks that the system hands its settings (``configure_callbacks``,
+``triton_s2r.training.callbacks``): the weight average, the non-finite guard, previews and RNG states.
 Lightning pitfalls avoided on purpose:
 
 * ``global_step`` counts optimizer steps (two per batch here), so budgets are epochs of
@@ -11,18 +13,13 @@ Lightning pitfalls avoided on purpose:
   and the texture splatting run in fp32.
 
 The step never waits for the GPU: a non-finite loss makes the fused Adam step a no-op on the device (its
-``found_inf`` input, the mechanism of PyTorch's GradScaler) instead of a host-side ``if``; the count of
-skipped steps is read back every ``NONFINITE_CHECK_EVERY`` batches and at epoch ends; the batch counter
-that drives the schedules is kept on the host.
+``found_inf`` input, the mechanism of PyTorch's GradScaler) instead of a host-side ``if``; ``NonFiniteGuard``
+counts the skipped steps on the device and reads them back only now and then; the batch counter that drives
+the schedules is kept on the host.
 """
 
 from __future__ import annotations
 
-import copy
-import random
-from dataclasses import dataclass
-
-import numpy as np
 import pytorch_lightning as pl
 import torch
 from torch import Tensor
@@ -38,48 +35,17 @@ from triton_s2r.losses import (
     texture_reality_loss,
     texture_reality_target,
 )
+from triton_s2r.losses.settings import LossSettings
 from triton_s2r.models.discriminator import MultiScaleDiscriminator
 from triton_s2r.models.triton import TritonModel, to_unit
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import FrameState
-from triton_s2r.runs.run_dir import RunDir
+from triton_s2r.training.callbacks import NonFiniteGuard, Previews, RandomStates, WeightAverage
+from triton_s2r.training.step import Forward, StepResult
 
 LOSS_TERMS = ("adversarial", "reconstruction", "content", "cycle", "surface_consistency", "surface_chroma_consistency",
               "texture_reality")
-#: Batches between reads of the non-finite step counters (each read waits for the GPU).
-NONFINITE_CHECK_EVERY = 10
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-
-
-@dataclass(frozen=True)
-class Forward:
-    """One forward pass of a batch, shared by the discriminator and generator phases.
-
-    Attributes:
-        uv, label: (B, 2, H, W) and (B, H, W) of the sim batch at output resolution.
-        x_a: (B, 6 + C - 3, H, W) the sim input; projection: (B, C, H, W) the texture projection π.
-        real: (B, 3, H, W) photos in [-1, 1].
-        x_ab: (B, 3, H, W) the sim -> real translation in [-1, 1].
-        x_ab_fixed_texture: x_ab with the texture's gradient stopped where the model shades the texture
-            (``TritonModel.decode_real``), else x_ab itself.
-        c_a, c_b: content codes of x_a and of the photos; x_ba: the real -> sim translation (None where a
-            system has no real -> sim half, as the paired oracle).
-    """
-
-    uv: Tensor
-    label: Tensor
-    x_a: Tensor
-    projection: Tensor
-    real: Tensor
-    x_ab: Tensor
-    x_ab_fixed_texture: Tensor
-    c_a: Tensor | None = None
-    c_b: Tensor | None = None
-    x_ba: Tensor | None = None
-
-
-class NonFiniteLossError(RuntimeError):
-    """Training produced non-finite losses too many times in a row."""
 
 
 class TritonSystem(pl.LightningModule):
@@ -89,27 +55,8 @@ class TritonSystem(pl.LightningModule):
         model: texture + sim input + both auto-encoders.
         discriminator_sim: D_A on x_a (``sim_input.out_channels`` channels).
         discriminator_real: D_B on photos (3 channels).
-        loss_weights: weight per term of ``LOSS_TERMS``; reference: adversarial 1, reconstruction 10,
-            content 1, cycle 10, surface_consistency 20, texture_reality 2; ``surface_chroma_consistency`` (ℓUC
-            blind to brightness, ``losses.surface_consistency``) is ours. A term with weight 0 is not computed.
-        gan_type: ``"lsgan"`` (reference) or ``"hinge"``.
-        criterion: Ω of the reconstruction, cycle and texture-reality terms (``"l1_ms_ssim"`` reference).
-        content_criterion: Ω of the content term (on 8-channel codes).
-        surface_grid_size: ℓUC texels per side per label. Reference: 128.
-        surface_color_normalization_eps: ℓUC colour normalisation (reference code 0.1; None = off, paper).
-        surface_consistency_clip_frames: N > 1: sim batches come in clips of N neighbouring frames
-            (``data.sim_clip_frames``) and plain ℓUC compares only the frames of one clip; the chroma term
-            still compares the whole batch. 1: the whole batch (paper).
-        texture_reality_target: ``"projection"`` (paper: π) or ``"sim_input"`` (reference code: x_a[:3]).
-        texture_reality_trains: which side ℓTR trains: ``"both"`` (paper), ``"texture"`` (the translation is
-            detached) or ``"translator"`` (the target is detached).
-        surface_losses_from: ℓUC and ℓTR join the objective after this many batches (0: from the first, as
-            the paper). Before that textures and translator train with the MUNIT terms only, so the
-            translator learns realistic colours before the surface losses tie it to the textures (a
-            reference dev run likewise turned ℓUC on at 60k batches, docs/method.md §5.4).
-        detach_sim_targets: the reconstruction and cycle terms compare with x_a as a fixed target, so they train
-            the texture only through the networks' input, not by pulling x_a (texture included) towards what the
-            auto-encoders reproduce. False (reference): both sides.
+        losses: weights, criteria and switches of the loss terms (the ``loss`` config group); its weights may
+            name only this system's ``loss_terms``.
         lr: learning rate of generators and discriminators. Reference: 1e-4.
         texture_lr_factor: texture learning rate = lr x this. Reference: 10.
         betas: Adam betas. Reference: (0.5, 0.999).
@@ -124,11 +71,9 @@ class TritonSystem(pl.LightningModule):
         supersample: sim G-buffers rendered in the loop at this factor for antialiased textures.
         render_backend: backend for rendering in the loop (``auto``, ``embree``, ``nvdiffrast``).
         gradient_clip_val: clip the gradient norm of each step (None = off).
-        max_nonfinite_steps: consecutive skipped (non-finite) steps before training stops with an error
-            (checked every ``NONFINITE_CHECK_EVERY`` batches, so the stop can come up to that many batches later).
-        ema_decay: keep an exponential moving average of the translator's weights (generators and texture)
-            with this decay per batch (warmed up as min(decay, (1 + t) / (10 + t)) at batch t); validation,
-            ``Translator`` and every CLI command then use the average. None = off.
+        max_nonfinite_steps: consecutive skipped (non-finite) steps before an error (``NonFiniteGuard``).
+        ema_decay: decay per batch of a moving average of the translator's weights (``WeightAverage``), which
+            validation, ``Translator`` and every CLI command then use. None = off.
         channels_last: use channels-last memory format for the networks (faster convolutions on GPUs).
         compile: ``torch.compile`` each network (both encoders and decoders, both discriminators), the
             texture and the reconstruction and texture-reality losses on their own: each compiles once per
@@ -137,7 +82,7 @@ class TritonSystem(pl.LightningModule):
         compile_mode: ``torch.compile`` mode when ``compile``, one of ``COMPILE_MODES``: ``"default"``,
             ``"reduce-overhead"`` (CUDA graphs: each compiled piece's kernels replayed as one launch),
             ``"max-autotune"`` (with CUDA graphs) or ``"max-autotune-no-cudagraphs"``.
-        preview_every_n_batches: write an image grid (and log it to W&B if used) every this many batches.
+        preview_every_n_batches: batches between image grids in ``previews/`` and W&B (``Previews``).
     """
 
     loss_terms: tuple[str, ...] = LOSS_TERMS
@@ -147,17 +92,7 @@ class TritonSystem(pl.LightningModule):
         model: TritonModel,
         discriminator_sim: MultiScaleDiscriminator,
         discriminator_real: MultiScaleDiscriminator,
-        loss_weights: dict[str, float],
-        gan_type: str = "lsgan",
-        criterion: str = "l1_ms_ssim",
-        content_criterion: str = "l1_ms_ssim",
-        surface_grid_size: int = 128,
-        surface_color_normalization_eps: float | None = None,
-        surface_consistency_clip_frames: int = 1,
-        texture_reality_target: str = "projection",
-        texture_reality_trains: str = "both",
-        surface_losses_from: int = 0,
-        detach_sim_targets: bool = False,
+        losses: LossSettings,
         lr: float = 1e-4,
         texture_lr_factor: float = 10.0,
         betas: tuple[float, float] = (0.5, 0.999),
@@ -178,39 +113,37 @@ class TritonSystem(pl.LightningModule):
         preview_every_n_batches: int = 250,
     ) -> None:
         super().__init__()
-        unknown = {name for name, weight in loss_weights.items() if weight and name not in self.loss_terms}
-        if unknown:
-            raise ValueError(f"unknown loss terms {sorted(unknown)} for {type(self).__name__}; "
-                             f"its terms are {self.loss_terms}")
-        self.save_hyperparameters(ignore=["model", "discriminator_sim", "discriminator_real"])
+        self.losses = losses
+        self.loss_weights = losses.weights(self.loss_terms, type(self).__name__)
+        # Plain values only (logged, and saved in checkpoints, which load with weights_only=True): the arguments
+        # but the networks, then (a second call adds to the first) the loss settings as a mapping.
+        self.save_hyperparameters(ignore=["model", "discriminator_sim", "discriminator_real", "losses"])
+        self.save_hyperparameters({"losses": losses.as_dict()})
         self.automatic_optimization = False
         self.model = model
         self.discriminator_sim = discriminator_sim
         self.discriminator_real = discriminator_real
-        self.loss_weights = {k: float(loss_weights.get(k, 0.0)) for k in self.loss_terms}
         self.schedule = sorted((int(b), int(s)) for b, s in (resolution_schedule or [[0, crop_size]]))
         if any(s < crop_size for _, s in self.schedule):
             raise ValueError(f"every resolution stage must be >= crop_size {crop_size}: {self.schedule}")
         self.register_buffer("batches_done", torch.zeros((), dtype=torch.long))
-        self._batches = 0  # host copy of batches_done (reading the buffer would wait for the GPU)
-        self._nonfinite = torch.zeros(2, dtype=torch.long)  # (all, consecutive) skipped steps, on the device
-        self._last_terms: dict[str, Tensor] = {}
-        self._side_tensors: dict[int, Tensor] = {}
+        self.batches_trained = 0  # host copy of batches_done (reading the buffer would wait for the GPU)
+        self.last_step: StepResult | None = None  # for the callbacks, until the batch ends
         self.progress: dict[str, Tensor] = {}  # the last batch's losses, on the device
+        self._side_tensors: dict[int, Tensor] = {}
         self._render = None  # (scene, states, rasterizer) when the sim domain is rendered in the loop
         self._background_labels: list[int] = []
         if channels_last:
             for net in (model.generator_sim, model.generator_real, discriminator_sim, discriminator_real):
                 net.to(memory_format=torch.channels_last)
-        # The average is a frozen copy of the translator (not optimised, not compiled), saved with the checkpoint.
-        self.model_ema = copy.deepcopy(model).requires_grad_(False) if ema_decay else None
         if compile_mode not in COMPILE_MODES:
             raise ValueError(f"system.compile_mode must be one of {COMPILE_MODES}, got {compile_mode!r}")
         self._reconstruction_loss, self._texture_reality_loss = reconstruction_loss, texture_reality_loss
         self._cuda_graphs = False
         if compile:
             # Inductor's mix-order-reduction fusion failed an assertion on a backward pass (torch 2.11).
-            # torch.compile takes a mode or options, not both: the mode's options plus ours.
+            # torch.compile takes a mode or options, not both: the mode's options plus ours. No public API
+            # lists a mode's options; torch.compile's own docstring points to this one.
             options = {**torch._inductor.list_mode_options(compile_mode), "triton.mix_order_reduction": False}
             self._cuda_graphs = options.get("triton.cudagraphs", False)
             for net in (model.generator_sim.encoder, model.generator_sim.decoder, model.generator_real.encoder,
@@ -239,6 +172,13 @@ class TritonSystem(pl.LightningModule):
         steps = [torch.optim.lr_scheduler.StepLR(o, h.lr_step_size, h.lr_gamma) for o in (opt_g, opt_d)]
         return [opt_g, opt_d], steps
 
+    def configure_callbacks(self) -> list[pl.Callback]:
+        """The jobs around the step, with this system's settings; Lightning adds them to any ``Trainer``."""
+        h = self.hparams
+        average = [WeightAverage(h.ema_decay)] if h.ema_decay else []
+        # In this order at each batch end: the average, the guard (which may stop training), the previews.
+        return [*average, NonFiniteGuard(h.max_nonfinite_steps), Previews(h.preview_every_n_batches), RandomStates()]
+
     def setup(self, stage: str) -> None:
         datamodule = getattr(self.trainer, "datamodule", None)
         labels = getattr(datamodule, "labels", None)
@@ -257,7 +197,7 @@ class TritonSystem(pl.LightningModule):
 
     def short_side(self) -> int:
         """Shorter image side of the current resolution stage (before jitter)."""
-        return [s for b, s in self.schedule if b <= self._batches][-1]
+        return [s for b, s in self.schedule if b <= self.batches_trained][-1]
 
     def _short_side_tensor(self) -> Tensor:
         """``short_side()`` as a device tensor for logging, made once per stage (Lightning copies a logged
@@ -294,23 +234,14 @@ class TritonSystem(pl.LightningModule):
     # ------------------------------------------------------------------------------------ step
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
+        """One batch: a forward pass, the discriminator phase on it, then the generator phase."""
         opt_g, opt_d = self.optimizers()
         if self._cuda_graphs:
             torch.compiler.cudagraph_mark_step_begin()  # the last step's graph outputs may now be overwritten
         out = self._forward(*self._inputs(batch))
-        loss_d = self._discriminator_loss(out)
-        skipped_d = self._optimize(opt_d, loss_d)
-        discriminators = (self.discriminator_sim, self.discriminator_real)
-        for d in discriminators:
-            d.requires_grad_(False)  # the G step must not accumulate D gradients
-        terms = self._generator_terms(out)
-        for d in discriminators:
-            d.requires_grad_(True)
-        loss_g = sum(self.loss_weights[name] * value for name, value in terms.items())
-        skipped = self._optimize(opt_g, loss_g) | skipped_d
-        self._update_ema()
-        self._count_nonfinite(skipped, terms, loss_d)
-        self._batches += 1
+        loss_d, skipped_d = self._discriminator_phase(out, opt_d)
+        terms, loss_g, skipped_g = self._generator_phase(out, opt_g)
+        self.batches_trained += 1
         self.batches_done += 1
         for scheduler in self._schedulers():
             scheduler.step()
@@ -319,15 +250,28 @@ class TritonSystem(pl.LightningModule):
         # ``progress`` is shown by triton_s2r.train.ProgressBar, which reads it only when it refreshes.
         self.progress = {"loss_g": loss_g.detach(), "loss_d": loss_d.detach()}
         self.log_dict({f"train/{name}": value for name, value in self.progress.items()})
-        self.log_dict({"train/resolution": self._short_side_tensor(),
-                       "train/nonfinite_steps": self._nonfinite[0].float()})
-        if self._batches % NONFINITE_CHECK_EVERY == 0:
-            self._check_nonfinite()
-        if self._batches % self.hparams.preview_every_n_batches == 0:
-            self._preview(out)
+        self.log("train/resolution", self._short_side_tensor())
+        losses = {name: value.detach() for name, value in {**terms, "discriminator": loss_d}.items()}
+        self.last_step = StepResult(forward=out, losses=losses, skipped=skipped_d | skipped_g)
 
-    def on_train_epoch_end(self) -> None:
-        self._check_nonfinite()
+    def on_train_batch_end(self, outputs, batch, batch_idx: int) -> None:
+        self.last_step = None  # the callbacks (called before this hook) have read it; free the batch's tensors
+
+    def _discriminator_phase(self, out: Forward, optimizer) -> tuple[Tensor, Tensor]:
+        """D_A and D_B learn the photos and x_a against this pass's detached translations: (loss, skipped)."""
+        loss_d = self._discriminator_loss(out)
+        return loss_d, self._optimize(optimizer, loss_d)
+
+    def _generator_phase(self, out: Forward, optimizer) -> tuple[dict[str, Tensor], Tensor, Tensor]:
+        """G and texture learn against the updated, frozen discriminators: (unweighted terms, loss, skipped)."""
+        discriminators = (self.discriminator_sim, self.discriminator_real)
+        for d in discriminators:
+            d.requires_grad_(False)  # the G step must not accumulate D gradients
+        terms = self._generator_terms(out)
+        for d in discriminators:
+            d.requires_grad_(True)
+        loss_g = sum(self.loss_weights[name] * value for name, value in terms.items())
+        return terms, loss_g, self._optimize(optimizer, loss_g)
 
     @torch.no_grad()
     def validation_step(self, batch: dict[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> Tensor | None:
@@ -339,7 +283,7 @@ class TritonSystem(pl.LightningModule):
         (``TrainingCurves`` writes them as a video).
         """
         gbuffer = GBuffer(uv=batch["uv"], label=batch["label"])
-        model = self.model if self.model_ema is None else self.model_ema  # what Translator loads
+        model = getattr(self, "model_ema", self.model)  # the weight average where kept: what Translator loads
         translation, real = to_unit(model(gbuffer.uv, gbuffer.label)), to_unit(batch["real"])
         size = translation.shape[0]
 
@@ -371,7 +315,7 @@ class TritonSystem(pl.LightningModule):
 
     def _discriminator_loss(self, out: Forward) -> Tensor:
         """LSGAN/hinge D loss on the detached translations of this batch's forward pass."""
-        gan = self.hparams.gan_type
+        gan = self.losses.gan_type
         # Discriminators run under autocast; their logits are cast to fp32 for the loss (_logits).
         return self.loss_weights["adversarial"] * (
             discriminator_adversarial_loss(self._logits(self.discriminator_real, out.real),
@@ -379,17 +323,6 @@ class TritonSystem(pl.LightningModule):
             + discriminator_adversarial_loss(self._logits(self.discriminator_sim, out.x_a.detach()),
                                              self._logits(self.discriminator_sim, out.x_ba.detach()), gan)
         )
-
-    @torch.no_grad()
-    def _update_ema(self) -> None:
-        """Move the weight average towards the trained weights (one fused kernel; a skipped step moves nothing
-        new, since its weights did not change)."""
-        if self.model_ema is None:
-            return
-        decay = min(self.hparams.ema_decay, (1 + self._batches) / (10 + self._batches))
-        torch._foreach_lerp_(list(self.model_ema.parameters()), list(self.model.parameters()), 1.0 - decay)
-        for average, buffer in zip(self.model_ema.buffers(), self.model.buffers(), strict=True):
-            average.copy_(buffer)
 
     def _optimize(self, optimizer, loss: Tensor) -> Tensor:
         """Backward and optimizer step, skipped on the device when ``loss`` is not finite.
@@ -401,54 +334,54 @@ class TritonSystem(pl.LightningModule):
         optimizer.zero_grad(set_to_none=True)
         self.manual_backward(loss)
         self._clip(optimizer)
-        # Fused Adam leaves weights, moments and step count untouched where found_inf is 1 (GradScaler's path).
+        # Fused Adam leaves weights, moments and step count untouched where found_inf is 1. No public API skips a
+        # step on a device flag: this is the attribute GradScaler.step sets for optimizers with fused kernels.
         optimizer.optimizer.found_inf = skipped.float()
         optimizer.step()
         return skipped
 
     def _generator_terms(self, out: Forward) -> dict[str, Tensor]:
         """Unweighted generator + texture terms under their paper names (terms with weight 0 skipped)."""
-        h, m, w = self.hparams, self.model, self.loss_weights
-        surface_losses_on = self._batches >= h.surface_losses_from
+        s, m, w = self.losses, self.model, self.loss_weights
+        surface_losses_on = self.batches_trained >= s.surface_losses_from
         sim_range = 2.0 * max(1.0, m.sim_input.hint_multiplier + m.sim_input.texture_multiplier)
         x_a, real, x_ab, x_ba = out.x_a, out.real, out.x_ab, out.x_ba
 
-        def omega(prediction: Tensor, target: Tensor, data_range: float, criterion: str = h.criterion) -> Tensor:
+        def omega(prediction: Tensor, target: Tensor, data_range: float, criterion: str = s.criterion) -> Tensor:
             with torch.autocast(self.device.type, enabled=False):  # MS-SSIM's filters in fp32
                 return self._reconstruction_loss(prediction.float(), target.float(), criterion, data_range)
 
         terms: dict[str, Tensor] = {}
         if w["adversarial"]:
             terms["adversarial"] = (
-                generator_adversarial_loss(self._logits(self.discriminator_real, x_ab), h.gan_type)
-                + generator_adversarial_loss(self._logits(self.discriminator_sim, x_ba), h.gan_type)
+                generator_adversarial_loss(self._logits(self.discriminator_real, x_ab), s.gan_type)
+                + generator_adversarial_loss(self._logits(self.discriminator_sim, x_ba), s.gan_type)
             )
-        target_a = x_a.detach() if h.detach_sim_targets else x_a  # the target side of recon and cycle
+        target_a = x_a.detach() if s.detach_sim_targets else x_a  # the target side of recon and cycle
         if w["reconstruction"]:
             terms["reconstruction"] = (omega(m.generator_sim.decode(out.c_a), target_a, sim_range)
                                        + omega(m.generator_real.decode(out.c_b), real, 2.0))
         if w["content"] or w["cycle"]:
             c_ab, c_ba = m.generator_real.encode(out.x_ab_fixed_texture), m.generator_sim.encode(x_ba)
             if w["content"]:
-                terms["content"] = (omega(c_ab, out.c_a, 1.0, h.content_criterion)
-                                    + omega(c_ba, out.c_b, 1.0, h.content_criterion))
+                terms["content"] = (omega(c_ab, out.c_a, 1.0, s.content_criterion)
+                                    + omega(c_ba, out.c_b, 1.0, s.content_criterion))
             if w["cycle"]:
                 terms["cycle"] = (omega(m.generator_sim.decode(c_ab), target_a, sim_range)
                                   + omega(m.generator_real.decode(c_ba), real, 2.0))
         with torch.autocast(self.device.type, enabled=False):
             if w["surface_consistency"] and surface_losses_on:
                 terms["surface_consistency"] = surface_consistency_loss(
-                    out.x_ab_fixed_texture.float(), out.uv, out.label, m.num_labels, h.surface_grid_size,
-                    color_normalization_eps=h.surface_color_normalization_eps,
-                    clip_frames=h.surface_consistency_clip_frames)
+                    out.x_ab_fixed_texture.float(), out.uv, out.label, m.num_labels, s.surface_grid_size,
+                    color_normalization_eps=s.surface_color_normalization_eps, sim_clip_frames=s.sim_clip_frames)
             if w["surface_chroma_consistency"] and surface_losses_on:
                 terms["surface_chroma_consistency"] = surface_chroma_consistency_loss(
-                    out.x_ab_fixed_texture.float(), out.uv, out.label, m.num_labels, h.surface_grid_size)
+                    out.x_ab_fixed_texture.float(), out.uv, out.label, m.num_labels, s.surface_grid_size)
             if w["texture_reality"] and surface_losses_on:
-                target = texture_reality_target(out.projection.float(), x_a.float(), h.texture_reality_target)
-                data_range = 2.0 if h.texture_reality_target == "projection" else sim_range
+                target = texture_reality_target(out.projection.float(), x_a.float(), s.texture_reality_target)
+                data_range = 2.0 if s.texture_reality_target == "projection" else sim_range
                 terms["texture_reality"] = self._texture_reality_loss(
-                    x_ab.float(), target, out.label, h.criterion, data_range, h.texture_reality_trains)
+                    x_ab.float(), target, out.label, s.criterion, data_range, s.texture_reality_trains)
         return terms
 
     def _logits(self, discriminator: MultiScaleDiscriminator, image: Tensor) -> list[Tensor]:
@@ -463,72 +396,5 @@ class TritonSystem(pl.LightningModule):
         schedulers = self.lr_schedulers()
         return [] if schedulers is None else list(schedulers) if isinstance(schedulers, list) else [schedulers]
 
-    def _count_nonfinite(self, skipped: Tensor, terms: dict[str, Tensor], loss_d: Tensor) -> None:
-        """Update the (all, consecutive) skipped-step counters on the device."""
-        counts = self._nonfinite = self._nonfinite.to(skipped.device)
-        counts[1] = (counts[1] + 1) * skipped
-        counts[0] += skipped
-        self._last_terms = {name: value.detach() for name, value in {**terms, "discriminator": loss_d}.items()}
-
-    def _check_nonfinite(self) -> None:
-        """Stop once steps keep being skipped (reads the counters: waits for the GPU)."""
-        consecutive = int(self._nonfinite[1])
-        if consecutive >= self.hparams.max_nonfinite_steps:
-            bad = [name for name, value in self._last_terms.items() if not torch.isfinite(value)]
-            raise NonFiniteLossError(
-                f"{consecutive} consecutive steps had non-finite losses ({', '.join(bad)}) up to batch "
-                f"{self._batches}; lower the learning rate (system.lr), enable gradient clipping "
-                "(system.gradient_clip_val) or resume from an earlier checkpoint"
-            )
-
-    # ------------------------------------------------------------------------------------ previews
-
-    @torch.no_grad()
-    def _preview(self, out: Forward) -> None:
-        """Rows: UVL hint, texture projection, translation, a real photo; plus the baked textures.
-
-        Written as PNG into the run directory, and to W&B when that logger is used.
-        """
-        from triton_s2r.utils.files import write_image
-
-        n = min(4, out.x_ab.shape[0])
-        rows = [to_unit(out.x_a[:n, 3:6]), to_unit(out.projection[:n, :3]), to_unit(out.x_ab[:n]),
-                to_unit(out.real[:n])]
-        grid = torch.cat([torch.cat(list(r), dim=2) for r in rows], dim=1)  # (3, 4H, nW)
-        image = (grid.permute(1, 2, 0).cpu().numpy() * 255).round().astype(np.uint8)
-        # The learned textures themselves, one tile per label (rows follow u, columns follow v).
-        textures = self.model.texture.bake(64)[:, :3].float().clamp(0, 1)
-        tiles = (torch.cat(list(textures), dim=2).permute(1, 2, 0).cpu().numpy() * 255).round().astype(np.uint8)
-        folder = RunDir(self.trainer.default_root_dir).preview_dir
-        folder.mkdir(parents=True, exist_ok=True)
-        write_image(folder / f"batch_{self._batches:07d}.png", image)
-        write_image(folder / f"textures_{self._batches:07d}.png", tiles)
-        logger = self.logger
-        if logger is not None and hasattr(logger, "log_image"):
-            logger.log_image("previews/grid", [image], step=self._batches)
-            logger.log_image("previews/textures", [tiles], step=self._batches)
-
-    # ------------------------------------------------------------------------------------ checkpoints
-
-    def on_save_checkpoint(self, checkpoint: dict) -> None:
-        """RNG states, so a resumed run continues exactly (the step and schedule live in the state dict)."""
-        name, keys, pos, has_gauss, gauss = np.random.get_state()
-        # Plain types only, so the checkpoint loads with torch.load(weights_only=True).
-        checkpoint["rng"] = {"torch": torch.get_rng_state(), "python": random.getstate(),
-                             "numpy": (name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss)}
-        if torch.cuda.is_available():
-            checkpoint["rng"]["cuda"] = torch.cuda.get_rng_state_all()
-        checkpoint["nonfinite_steps"] = int(self._nonfinite[0])
-
     def on_load_checkpoint(self, checkpoint: dict) -> None:
-        rng = checkpoint.get("rng")
-        if rng:
-            torch.set_rng_state(rng["torch"])
-            name, keys, pos, has_gauss, gauss = rng["numpy"]
-            np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
-            random.setstate(rng["python"])
-            if "cuda" in rng and torch.cuda.is_available():
-                torch.cuda.set_rng_state_all(rng["cuda"])
-        self._nonfinite = torch.tensor([checkpoint.get("nonfinite_steps", 0), 0])
-        self._batches = int(checkpoint["state_dict"]["batches_done"])
-
+        self.batches_trained = int(checkpoint["state_dict"]["batches_done"])  # RNG states: RandomStates

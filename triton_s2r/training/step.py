@@ -1,0 +1,49 @@
+"""What one training step computes (``Forward``) and what it leaves for the callbacks (``StepResult``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class Forward:
+    """One forward pass of a batch, shared by the discriminator and generator phases.
+
+    Attributes:
+        uv, label: (B, 2, H, W) and (B, H, W) of the sim batch at output resolution.
+        x_a: (B, 6 + C - 3, H, W) the sim input; projection: (B, C, H, W) the texture projection π.
+        real: (B, 3, H, W) photos in [-1, 1].
+        x_ab: (B, 3, H, W) the sim -> real translation in [-1, 1].
+        x_ab_fixed_texture: x_ab with the texture's gradient stopped where the model shades the texture
+            (``TritonModel.decode_real``), else x_ab itself.
+        c_a, c_b: content codes of x_a and of the photos; x_ba: the real -> sim translation (None where a
+            system has no real -> sim half, as the paired oracle).
+    """
+
+    uv: Tensor
+    label: Tensor
+    x_a: Tensor
+    projection: Tensor
+    real: Tensor
+    x_ab: Tensor
+    x_ab_fixed_texture: Tensor
+    c_a: Tensor | None = None
+    c_b: Tensor | None = None
+    x_ba: Tensor | None = None
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """The last training step, for the callbacks of ``triton_s2r.training.callbacks`` (all on the device).
+
+    Attributes:
+        forward: the batch's forward pass (the previews draw it).
+        losses: the unweighted generator terms by name, plus ``"discriminator"``, the weighted D loss.
+        skipped: 0-dim bool, True when a phase's loss was not finite and its optimizer step did nothing.
+    """
+
+    forward: Forward
+    losses: dict[str, Tensor]
+    skipped: Tensor
