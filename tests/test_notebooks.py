@@ -17,8 +17,9 @@ from nbclient import NotebookClient
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.py"))
 
 
-def test_there_are_three_paired_notebooks() -> None:
-    assert [p.stem for p in NOTEBOOKS] == ["01_scene_and_uvl", "02_learned_textures", "03_translate_sequence"]
+def test_there_are_four_paired_notebooks() -> None:
+    assert [p.stem for p in NOTEBOOKS] == ["01_scene_and_uvl", "02_learned_textures", "03_translate_sequence",
+                                          "04_bring_your_own_robot"]
 
 
 @pytest.mark.parametrize("script", NOTEBOOKS, ids=lambda p: p.stem)
