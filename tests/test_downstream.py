@@ -1,4 +1,5 @@
-"""`triton-s2r downstream` on the tiny demo dataset and run: keys, determinism, sources, and the real/sim gap."""
+"""`triton-s2r downstream` on the committed tiny dataset and the session's tiny run: keys, determinism, sources, and
+the real/sim gap. Frame counts come from the dataset's manifest."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 import shutil
 
 import pytest
+import yaml
 
 from triton_s2r.cli import main
 from triton_s2r.evaluation.downstream import downstream
@@ -20,7 +22,7 @@ def scores(result: dict) -> dict:
     return {k: v for k, v in result.items() if k.startswith(ERRORS)}
 
 
-def test_cli_writes_every_key(data_root, tmp_path, capsys) -> None:
+def test_cli_writes_every_key(data_root, manifest, tmp_path, capsys) -> None:
     out = tmp_path / "pose" / "real.json"
     assert main(["downstream", str(data_root), "--train-on", "real", "--out", str(out), "--steps", "150",
                  "--batch-size", "16", "--input-size", "32", "--device", "cpu", "--seed", "3"]) == 0
@@ -29,9 +31,13 @@ def test_cli_writes_every_key(data_root, tmp_path, capsys) -> None:
         for suffix in ("", "_sequences", "_train_states", "_mean_pose"):
             assert isinstance(result[key + suffix], float) and math.isfinite(result[key + suffix]), key + suffix
     assert result["train_on"] == "real" and result["seed"] == 3 and result["steps"] == 150
-    # tiny: 16 train_real states, 8 test frames, one sequence of 8, five objects on the table.
-    assert result["n_train"] == 16 and result["n_test"] == 8 and result["n_test_sequences"] == 8
-    assert result["n_objects"] == 5 and result["device"] == "cpu"
+    splits = manifest["splits"]
+    assert result["n_train"] == splits["train_real"]["frames"] and result["n_test"] == splits["test"]["frames"]
+    assert result["n_test_sequences"] == sum(info["frames"] for name, info in splits.items()
+                                             if name.startswith("sequences/"))
+    scene = yaml.safe_load((data_root / manifest["scene"]).read_text())
+    movable = [o for o in scene["objects"] if o["label"] != "table" and not o["label"].startswith("robot")]
+    assert result["n_objects"] == len(movable) > 0 and result["device"] == "cpu"  # the objects on the table
     assert "joint_error_deg=" in capsys.readouterr().out
 
 
@@ -44,7 +50,7 @@ def test_deterministic_for_a_seed(data_root) -> None:
 def test_real_frames_teach_what_the_raw_uvl_cannot(data_root) -> None:
     """The ceiling beats the floor where the tiny preset can show it.
 
-    16 training states are too few for any source to generalise the 17 pose numbers to new test states
+    A few training states are too few for any source to generalise the 17 pose numbers to new test states
     (every source stays near the mean pose there), so the comparison is on the real frames of the training
     states: trained on them, the network recalls their poses; trained on the UVL visualisation of the very
     same states, it cannot read real frames. Both seeds, by a wide margin.
@@ -62,16 +68,19 @@ def test_a_frames_folder_of_the_real_frames_is_the_real_source(data_root, tmp_pa
     assert scores(downstream(data_root, str(frames), **FAST)) == scores(downstream(data_root, "real", **FAST))
 
 
-def test_a_run_trains_on_its_translations_and_texture_projection(run_dir, data_root) -> None:
+def test_a_run_trains_on_its_translations_and_texture_projection(run_dir, data_root, manifest) -> None:
     for source in (str(run_dir), f"texture:{run_dir}"):
         result = downstream(data_root, source, **FAST)
-        assert result["n_train"] == 16 and result["train_on"] == source
+        assert result["n_train"] == manifest["splits"]["train_real"]["frames"] and result["train_on"] == source
         assert all(math.isfinite(v) for v in scores(result).values())
 
 
-def test_errors_name_the_fix(data_root, tmp_path) -> None:
+def test_errors_name_the_fix(data_root, manifest, tmp_path) -> None:
     with pytest.raises(FileNotFoundError, match="not one of real, sim, a run directory"):
         downstream(data_root, str(tmp_path / "nothing"), **FAST)
-    with pytest.raises(ValueError, match="--train-frames 17: .* has 16 train_real states with real frames"):
-        downstream(data_root, "real", train_frames=17, **FAST)
-    assert downstream(data_root, "sim", train_frames=20, **FAST)["n_train"] == 20  # 4 train_sim states added
+    real = manifest["splits"]["train_real"]["frames"]
+    message = f"--train-frames {real + 1}: .* has {real} train_real states with real frames"
+    with pytest.raises(ValueError, match=message):
+        downstream(data_root, "real", train_frames=real + 1, **FAST)
+    assert manifest["splits"]["train_sim"]["frames"] >= 2
+    assert downstream(data_root, "sim", train_frames=real + 2, **FAST)["n_train"] == real + 2  # train_sim states added

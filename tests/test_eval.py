@@ -1,4 +1,7 @@
-"""`triton-s2r eval` end to end on the tiny demo run and on frames folders, texture recovery, and its errors."""
+"""`triton-s2r eval` end to end on the session's tiny run and on frames folders, texture recovery, and its errors.
+
+Counts (labels, frames, sequences) come from the dataset's manifest.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +26,14 @@ from triton_s2r.models.texture_space import sample_label_textures
 from triton_s2r.render.gbuffer import GBuffer
 
 
-def test_eval_writes_every_metric(run_dir, data_root, tmp_path, capsys) -> None:
+def paired_counts(manifest: dict) -> dict[str, int]:
+    """What eval counts: frames of the test split, sequences, and frames of all sequences."""
+    sequences = {name: info for name, info in manifest["splits"].items() if name.startswith("sequences/")}
+    return {"n_frames": manifest["splits"]["test"]["frames"], "n_sequences": len(sequences),
+            "n_sequence_frames": sum(info["frames"] for info in sequences.values())}
+
+
+def test_eval_writes_every_metric(run_dir, data_root, manifest, tmp_path, capsys) -> None:
     out = tmp_path / "metrics" / "tiny.json"
     assert main(["eval", str(run_dir), str(data_root), "--out", str(out), "--device", "cpu"]) == 0
     result = json.loads(out.read_text())
@@ -31,12 +41,16 @@ def test_eval_writes_every_metric(run_dir, data_root, tmp_path, capsys) -> None:
                 "surface_consistency", "surface_consistency_real", "warp_error", "warp_error_real"):
         assert isinstance(result[key], float) and math.isfinite(result[key]), key
     assert 0 < result["psnr"] <= 100 and -1 <= result["ssim"] <= 1
-    assert 0 < result["haarpsi"] < 1 and 0 < result["haarpsi_masked"] < 1  # two tiny epochs are far from real
+    assert 0 < result["haarpsi"] < 1 and 0 < result["haarpsi_masked"] < 1  # a tiny epoch is far from real
     assert result["source"] == "run" and result["frames_dir"] is None
-    # Every label of the tiny scene and the void around it are on screen in some test frame.
+    # One entry per label and the void; the labels on screen in some test frame have a score.
     by_label = result["psnr_by_label"]
-    assert list(by_label)[:2] == ["void", "table"] and len(by_label) == 10
-    assert all(isinstance(v, float) and 0 < v <= 100 for v in by_label.values()), by_label
+    assert list(by_label) == ["void", *manifest["labels"]["names"]]
+    frames = BenchmarkDataset.open(data_root).uvl_frames("test")
+    on_screen = set().union(*(frames[i].label.unique().tolist() for i in range(len(frames))))
+    assert {0, 1} <= on_screen  # void and table at least
+    assert [k for k, v in enumerate(by_label.values()) if v is not None] == sorted(on_screen)
+    assert all(0 < v <= 100 for v in by_label.values() if v is not None), by_label
     # Flicker per label: every label but the void, each a colour difference; the whole-frame number is a
     # pixel-weighted mean of them, so it lies within their range.
     for key in ("warp_error_by_label", "warp_error_by_label_real"):
@@ -45,7 +59,7 @@ def test_eval_writes_every_metric(run_dir, data_root, tmp_path, capsys) -> None:
         seen = [v for v in warp.values() if v is not None]
         assert seen and all(0 <= v <= 1 for v in seen), warp
         assert min(seen) - 1e-6 <= result[key.replace("_by_label", "")] <= max(seen) + 1e-6, key
-    assert result["n_frames"] == 8 and result["n_sequences"] == 1 and result["n_sequence_frames"] == 8
+    assert {key: result[key] for key in paired_counts(manifest)} == paired_counts(manifest)
     assert result["fid"] is None and "weights" in result["absent"]["lpips"]
     assert result["dataset"] == str(data_root.resolve()) and result["checkpoint"] == "last"
     assert "psnr=" in capsys.readouterr().out
@@ -53,7 +67,9 @@ def test_eval_writes_every_metric(run_dir, data_root, tmp_path, capsys) -> None:
     assert result["surface_consistency_real"] > 0 and result["warp_error_real"] > 0
 
 
+@pytest.mark.slow
 def test_demo_wrote_its_evaluation(demo_out) -> None:
+    """The default tier: tests/test_translate.py::test_demo_reuses_a_finished_dataset_and_run."""
     result = json.loads((demo_out / "eval" / "tiny.json").read_text())
     assert math.isfinite(result["psnr"]) and result["checkpoint"].endswith("last.ckpt")
 
@@ -76,7 +92,7 @@ def real_frames_folder(data_root: Path, out: Path) -> Path:
     return out
 
 
-def test_eval_of_the_real_frames_themselves_is_perfect(data_root, tmp_path, capsys) -> None:
+def test_eval_of_the_real_frames_themselves_is_perfect(data_root, manifest, tmp_path, capsys) -> None:
     frames = real_frames_folder(data_root, tmp_path / "frames")
     out = tmp_path / "real.json"
     assert main(["eval", str(frames), str(data_root), "--out", str(out)]) == 0
@@ -90,7 +106,7 @@ def test_eval_of_the_real_frames_themselves_is_perfect(data_root, tmp_path, caps
     # The frames are the real ones, so their flicker is reality's own.
     assert result["warp_error"] == pytest.approx(result["warp_error_real"])
     assert result["surface_consistency"] == pytest.approx(result["surface_consistency_real"])
-    assert result["n_frames"] == 8 and result["n_sequence_frames"] == 8
+    assert {key: result[key] for key in paired_counts(manifest)} == paired_counts(manifest)
     assert result["texture_psnr"] is None and "run directory" in result["absent"]["texture_psnr"]
     assert "from a frames folder" in capsys.readouterr().out
 
@@ -103,14 +119,16 @@ def test_eval_of_frames_without_sequences_scores_the_paired_split(data_root, tmp
     assert result["warp_error"] is None and "sequences/" in result["absent"]["warp_error"]
 
 
-def test_eval_of_frames_errors_name_the_file(data_root, tmp_path) -> None:
+def test_eval_of_frames_errors_name_the_file(data_root, manifest, tmp_path) -> None:
     frames = real_frames_folder(data_root, tmp_path / "frames")
     (frames / "test" / "000003.png").unlink()
-    with pytest.raises(DatasetError, match=r"test: 1 of 8 frames missing \(first: 000003.png\)"):
+    count, (height, width) = manifest["splits"]["test"]["frames"], manifest["resolution"]
+    with pytest.raises(DatasetError, match=rf"test: 1 of {count} frames missing \(first: 000003.png\)"):
         evaluate(frames, data_root, progress=False)
-    small = np.zeros((32, 32, 3), np.uint8)
+    small = np.zeros((height // 2, width // 2, 3), np.uint8)
     cv2.imwrite(str(frames / "test" / "000003.png"), small)
-    with pytest.raises(DatasetError, match=r"000003.png: frame is 32x32 \(HxW\) but the dataset's frames are 64x64"):
+    with pytest.raises(DatasetError, match=rf"000003.png: frame is {height // 2}x{width // 2} \(HxW\) but the "
+                                           rf"dataset's frames are {height}x{width}"):
         evaluate(frames, data_root, progress=False)
     with pytest.raises(FileNotFoundError, match="neither a run directory .* nor a frames folder"):
         evaluate(tmp_path / "empty", data_root, progress=False)
@@ -121,7 +139,7 @@ def test_texture_recovery_of_the_run_and_of_perfect_textures(run_dir, data_root,
     by_label = result["texture_psnr_by_label"]
     assert list(by_label) == list(BenchmarkDataset.open(data_root).labels.names)
     shown = [v for v in by_label.values() if v is not None]
-    assert shown and all(0 < v < 60 for v in shown), by_label  # two tiny epochs recover little
+    assert shown and all(0 < v < 60 for v in shown), by_label  # a tiny epoch recovers little
     assert result["texture_psnr"] == pytest.approx(sum(shown) / len(shown), rel=1e-6)
     assert "texture_psnr" not in result["absent"]
     # A model whose textures are the hidden albedo itself scores the cap on every label it shows.
@@ -146,21 +164,28 @@ def test_datasets_without_hidden_textures_report_null(run_dir, data_root, tmp_pa
 
 def test_hidden_albedo_is_where_the_uvs_say(data_root) -> None:
     """Projected through the test G-buffers, the stored albedo looks like the real frames; with u and v swapped
-    (a layout mistake) it does not."""
+    (a layout mistake) it does not. Within each label (its mean colour taken out, which a swap keeps) the layout
+    alone decides."""
     dataset = BenchmarkDataset.open(data_root)
     hidden = read_hidden_albedo(dataset, 128)
     frames = dataset.uvl_frames("test")
     gbuffer = GBuffer.cat([frames[i] for i in range(len(frames))])
     real = torch.stack([dataset.photos("test")[i] for i in range(len(frames))])
     mask = gbuffer.label > 0
+    label = gbuffer.label[mask]
 
-    def correlation(textures: torch.Tensor) -> float:
-        projected = sample_label_textures(textures, gbuffer.uv, gbuffer.label)
-        a, b = projected.permute(0, 2, 3, 1)[mask].flatten(), real.permute(0, 2, 3, 1)[mask].flatten()
-        return float(torch.corrcoef(torch.stack([a, b]))[0, 1])
+    def correlation(textures: torch.Tensor, within_labels: bool) -> float:
+        projected = sample_label_textures(textures, gbuffer.uv, gbuffer.label).permute(0, 2, 3, 1)[mask]
+        seen = real.permute(0, 2, 3, 1)[mask]
+        if within_labels:
+            for value in label.unique():
+                projected[label == value] -= projected[label == value].mean(0)
+                seen[label == value] -= seen[label == value].mean(0)
+        return float(torch.corrcoef(torch.stack([projected.flatten(), seen.flatten()]))[0, 1])
 
-    right, swapped = correlation(hidden), correlation(hidden.transpose(2, 3))
-    assert right > 0.5 and right > swapped + 0.2, (right, swapped)
+    assert correlation(hidden, within_labels=False) > 0.5
+    right, swapped = correlation(hidden, True), correlation(hidden.transpose(2, 3), True)
+    assert right > 0.15 and right > swapped + 0.15, (right, swapped)
 
 
 def test_training_never_reads_the_hidden_textures(data_root, tmp_path) -> None:

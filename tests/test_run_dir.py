@@ -1,7 +1,7 @@
 """The run directory: rerun to resume, bounded checkpoints, refusals that name keys, no code from a run.
 
-One module run trains the tiny experiment for three epochs (about 15 s on 2 cores); the other tests copy it
-and play a kill, a corrupt file or a hand-edited config on the copy.
+One module run trains the tiny experiment for three one-batch epochs on the committed tiny dataset; the other
+tests copy it (or the session's tiny run) and play a kill, a corrupt file or a hand-edited config on the copy.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from triton_s2r.runs.config import MOVED_TARGETS, RETIRED_KEYS, ConfigError, con
 from triton_s2r.runs.run_dir import CheckpointError, RunDir, load_checkpoint
 
 TINY = ["experiment=tiny", "logger=none", "trainer.enable_progress_bar=false", "trainer.max_epochs=3",
-        "checkpoints.keep=2"]
+        "data.steps_per_epoch=1", "checkpoints.keep=2"]
 
 
 def train(data_root: Path, run: Path, *extra: str) -> int:
@@ -44,15 +44,23 @@ def copy_of(run: Path, to: Path) -> RunDir:
     return RunDir(to)
 
 
-def test_finished_run_holds_bounded_checkpoints_labels_scene_and_log(finished, data_root) -> None:
+def test_finished_run_holds_bounded_checkpoints_labels_scene_and_log(finished, data_root, manifest) -> None:
     run = RunDir.open(finished)
     # keep=2: the newest two epochs, last and best; a file of the same name is replaced, never versioned.
     assert [p.name for p in run.checkpoints()] == ["best.ckpt", "epoch0001.ckpt", "epoch0002.ckpt", "last.ckpt"]
-    assert int(state(run.last)["batches_done"]) == 15 and run.epochs_done() == 3
-    assert run.labels().names[:3] == ("table", "robot_base", "robot_arm") and run.resolution() == (64, 64)
-    assert run.scene().num_objects == 17 and run.scene_pose().shape == (17, 4, 4)
+    assert int(state(run.last)["batches_done"]) == 3 and run.epochs_done() == 3
+    assert run.labels().names == tuple(manifest["labels"]["names"])
+    assert run.resolution() == tuple(manifest["resolution"])
+    objects = len(yaml.safe_load((data_root / manifest["scene"]).read_text())["objects"])
+    assert run.scene().num_objects == objects and run.scene_pose().shape == (objects, 4, 4)
     log = run.log_path.read_text()
     assert "`Trainer.fit` stopped: `max_epochs=3` reached" in log and "run directory:" in log
+    # best.ckpt holds the epoch with the best val/psnr (one batch per epoch), even once its epoch file is gone.
+    from triton_s2r.training.curves import read_curves
+
+    psnr = [row["val/psnr"] for row in read_curves(finished / "curves.csv")]
+    assert len(psnr) == 3 and len(set(psnr)) == 3, psnr
+    assert int(state(run.checkpoint_dir / "best.ckpt")["batches_done"]) == psnr.index(max(psnr)) + 1
 
 
 def test_rerunning_a_finished_run_says_so_and_trains_nothing(finished, data_root, capfd) -> None:
@@ -66,7 +74,7 @@ def test_rerun_with_other_settings_is_refused_naming_the_keys(finished, data_roo
     config = (finished / "config.yaml").read_text()
     assert train(data_root, finished, "data.steps_per_epoch=6", "loss.surface_grid_size=16") == 2
     err = capfd.readouterr().err
-    assert "data.steps_per_epoch: 5 -> 6" in err and "loss.surface_grid_size: 32 -> 16" in err
+    assert "data.steps_per_epoch: 1 -> 6" in err and "loss.surface_grid_size: 32 -> 16" in err
     assert "another hydra.run.dir" in err and f"resume={finished}" in err and "Traceback" not in err
     assert (finished / "config.yaml").read_text() == config
 
@@ -186,7 +194,7 @@ def test_folders_beside_a_benchmark_root_is_an_error(data_root, tmp_path, capfd)
     assert "add data.root=null" in capfd.readouterr().err
 
 
-def test_a_moved_run_translates_and_exports_without_its_dataset(run_dir, data_root, tmp_path) -> None:
+def test_a_moved_run_translates_and_exports_without_its_dataset(run_dir, data_root, manifest, tmp_path) -> None:
     moved = tmp_path / "moved"
     shutil.copytree(run_dir, moved, ignore=shutil.ignore_patterns("epoch*", "previews", "csv"))
     config = yaml.safe_load((moved / "config.yaml").read_text())
@@ -199,7 +207,7 @@ def test_a_moved_run_translates_and_exports_without_its_dataset(run_dir, data_ro
     for source in (states, tmp_path / "uvl"):
         out = tmp_path / f"{source.stem}_frames"
         assert main(["translate", str(moved), str(source), "--out", str(out), "--device", "cpu"]) == 0
-        assert len(list(out.glob("*.png"))) == 8
+        assert len(list(out.glob("*.png"))) == manifest["splits"]["test"]["frames"]
     assert main(["export-textures", str(moved), "--out", str(tmp_path / "tex"), "--resolution", "16",
                  "--device", "cpu"]) == 0
     assert (tmp_path / "tex" / "obj" / "ball.obj").is_file() and (tmp_path / "tex" / "scene.glb").is_file()

@@ -1,9 +1,8 @@
 """Inference: the Translator, `translate`, `export-textures` and the `demo` main job, on one tiny run.
 
-The module fixture runs `triton-s2r demo --preset tiny --experiment tiny` once (about 30 s on 2 cores:
-build the tiny benchmark, train 2 epochs, translate a sequence); every other test reuses its run. Its output
-folder is shared with tests/test_notebooks.py in one pytest session (the demo reuses a finished dataset and
-run, so whichever module runs first pays for them).
+The tests use the session's tiny run on the committed tiny dataset (tests/conftest.py); sizes and frame counts
+come from its dataset.yaml. The slow tier also runs the whole `triton-s2r demo --preset tiny --experiment tiny`
+(build the tiny benchmark, train 2 epochs, translate a sequence), shared with tests/test_notebooks.py.
 """
 
 from __future__ import annotations
@@ -17,6 +16,8 @@ import numpy as np
 import pytest
 import torch
 import trimesh
+import yaml
+from tiny_assets import read_manifest
 
 from triton_s2r.cli import main
 from triton_s2r.data.datasets import BenchmarkDataset
@@ -25,13 +26,22 @@ from triton_s2r.inference.translator import Translator
 from triton_s2r.render import GBuffer
 from triton_s2r.runs.run_dir import CheckpointError
 
-SIZE = 64  # tiny preset resolution
-FRAMES = 8  # tiny preset: frames per sequence and in the test split
+
+def sizes(data_root: Path) -> tuple[int, int, int]:
+    """(frame size, frames in the test split, frames in the first sequence) of a square dataset."""
+    manifest = read_manifest(data_root)
+    splits = manifest["splits"]
+    return manifest["resolution"][0], splits["test"]["frames"], splits["sequences/seq_000"]["frames"]
 
 
 @pytest.fixture(scope="module")
 def translator(run_dir) -> Translator:
     return Translator.from_run_dir(run_dir, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def size(data_root) -> int:
+    return sizes(data_root)[0]
 
 
 def read_video(path: Path) -> list[np.ndarray]:
@@ -43,10 +53,36 @@ def read_pngs(folder: Path) -> list[np.ndarray]:
     return [imageio.imread(p) for p in sorted(folder.glob("*.png"))]
 
 
-def test_demo_writes_video_and_reuses_the_finished_run(demo_out, run_dir, capsys) -> None:
+def test_demo_reuses_a_finished_dataset_and_run(data_root, run_dir, tmp_path, capsys) -> None:
+    """The demo over a finished benchmark and run (the committed dataset, the session run) only translates the
+    first sequence and evaluates; the slow tier runs the whole demo from scratch."""
+    out = tmp_path / "out"
+    (out / "data").mkdir(parents=True)
+    (out / "data" / "tiny").symlink_to(data_root)
+    shutil.copytree(run_dir, out / "runs" / "tiny")
+    size, _, frames = sizes(data_root)
+    last = out / "runs" / "tiny" / "checkpoints" / "last.ckpt"
+    mtime = last.stat().st_mtime_ns
+    assert main(["demo", "--preset", "tiny", "--experiment", "tiny", "--out", str(out), "--batch-size", "4"]) == 0
+    printed = capsys.readouterr().out
+    video = out / "videos" / "tiny_seq_000.mp4"
+    assert "reusing the finished run" in printed and str(video) in printed and "evaluation:" in printed
+    panels = read_video(video)
+    assert len(panels) == frames and panels[0].shape == (size, 4 * size, 3)  # uvl | texture | translation | real
+    metrics = json.loads((out / "eval" / "tiny.json").read_text())
+    assert metrics["checkpoint"].endswith("last.ckpt") and np.isfinite(metrics["psnr"])
+    assert f"objects and robot {metrics['psnr_masked']:.2f} dB" in printed  # the metrics are printed at the end
+    assert f"warp error {metrics['warp_error']:.4f}" in printed
+    assert last.stat().st_mtime_ns == mtime  # not retrained
+
+
+@pytest.mark.slow
+def test_demo_writes_video_and_reuses_the_finished_run(demo_out, capsys) -> None:
+    run_dir = demo_out / "runs" / "tiny"
+    size, _, frames_per_sequence = sizes(demo_out / "data" / "tiny")
     video = demo_out / "videos" / "tiny_seq_000.mp4"
     frames = read_video(video)
-    assert len(frames) == FRAMES and frames[0].shape == (SIZE, 4 * SIZE, 3)  # uvl | texture | translation | real
+    assert len(frames) == frames_per_sequence and frames[0].shape == (size, 4 * size, 3)
     final = run_dir / "checkpoints" / "epoch0001.ckpt"  # experiment=tiny trains 2 epochs
     mtime = final.stat().st_mtime_ns
     assert main(["demo", "--preset", "tiny", "--experiment", "tiny", "--out", str(demo_out)]) == 0
@@ -58,7 +94,10 @@ def test_demo_writes_video_and_reuses_the_finished_run(demo_out, run_dir, capsys
     assert final.stat().st_mtime_ns == mtime  # not retrained
 
 
-def test_demo_resumes_interrupted_training(demo_out, run_dir, tmp_path) -> None:
+@pytest.mark.slow
+def test_demo_resumes_interrupted_training(demo_out, tmp_path) -> None:
+    """The default tier checks the same continuation on `triton-s2r train` (tests/test_run_dir.py)."""
+    run_dir = demo_out / "runs" / "tiny"
     out = tmp_path / "out"
     (out / "data").mkdir(parents=True)
     (out / "data" / "tiny").symlink_to(demo_out / "data" / "tiny")
@@ -70,17 +109,17 @@ def test_demo_resumes_interrupted_training(demo_out, run_dir, tmp_path) -> None:
     assert (resumed / "checkpoints" / "epoch0001.ckpt").is_file()
     # Resumed at epoch 1: a restart from scratch would have rewritten epoch 0's checkpoint.
     assert (resumed / "checkpoints" / "epoch0000.ckpt").stat().st_mtime_ns == first_epoch
-    assert len(read_video(out / "videos" / "tiny_seq_000.mp4")) == FRAMES
+    assert len(read_video(out / "videos" / "tiny_seq_000.mp4")) == sizes(demo_out / "data" / "tiny")[2]
 
 
-def test_translator_is_deterministic_with_named_outputs(translator, data_root) -> None:
+def test_translator_is_deterministic_with_named_outputs(translator, data_root, size) -> None:
     frames = BenchmarkDataset.open(data_root).uvl_frames("test")
     gbuffer = GBuffer.cat([frames[i] for i in range(3)])
     first, second = translator(gbuffer), translator(gbuffer)
     assert not translator.model.training  # eval mode: no encoder input noise
     for name in ("translation", "texture", "mask"):
         assert torch.equal(getattr(first, name), getattr(second, name)), f"{name} differs between two calls"
-    assert first.translation.shape == first.texture.shape == (3, 3, SIZE, SIZE)
+    assert first.translation.shape == first.texture.shape == (3, 3, size, size)
     assert first.translation.dtype == torch.float32 and 0 <= first.translation.min() <= first.translation.max() <= 1
     assert torch.equal(first.mask, gbuffer.label != 0) and first.mask.any() and (~first.mask).any()
     assert (first.texture[~first.mask[:, None].expand_as(first.texture)] == 0).all()  # black on void
@@ -101,11 +140,11 @@ def test_baked_texture_matches_the_exact_texture(translator, data_root) -> None:
     assert (baked.translation - exact.translation).abs().mean() < 0.01
 
 
-def test_supersampled_gbuffer_gives_output_resolution(translator, data_root) -> None:
+def test_supersampled_gbuffer_gives_output_resolution(translator, data_root, size) -> None:
     dataset = BenchmarkDataset.open(data_root)
     source = open_input(data_root / "test" / "states.npz", translator, supersample=2)
     output = translator(source.gbuffer([0, 1]), supersample=2)
-    assert output.translation.shape == (2, 3, SIZE, SIZE) and output.mask.shape == (2, SIZE, SIZE)
+    assert output.translation.shape == (2, 3, size, size) and output.mask.shape == (2, size, size)
     # Rendering the states at the dataset's size reproduces its UVL files (16-bit PNG quantisation aside).
     rendered = open_input(data_root / "test" / "states.npz", translator).gbuffer([0])
     stored = dataset.uvl_frames("test")[0]
@@ -113,7 +152,7 @@ def test_supersampled_gbuffer_gives_output_resolution(translator, data_root) -> 
     torch.testing.assert_close(translator(rendered).translation, translator(stored).translation, atol=5e-3, rtol=0)
 
 
-def test_missing_run_dir_config_and_checkpoint_are_clear_errors(run_dir, tmp_path) -> None:
+def test_missing_run_dir_config_and_checkpoint_are_clear_errors(run_dir, manifest, tmp_path) -> None:
     with pytest.raises(FileNotFoundError, match=r"run directory not found: .*nowhere"):
         Translator.from_run_dir(tmp_path / "nowhere")
     with pytest.raises(FileNotFoundError, match=r"config\.yaml not found"):
@@ -125,53 +164,58 @@ def test_missing_run_dir_config_and_checkpoint_are_clear_errors(run_dir, tmp_pat
     (tmp_path / "checkpoints" / "last.ckpt").write_bytes(b"not a checkpoint")
     with pytest.raises(CheckpointError, match=r"last\.ckpt: not a readable checkpoint"):
         Translator.from_run_dir(tmp_path)
-    with pytest.raises(FileNotFoundError, match=r"epoch0042\.ckpt.*epoch0000\.ckpt, epoch0001\.ckpt, last\.ckpt"):
+    with pytest.raises(FileNotFoundError, match=r"epoch0042\.ckpt.*best\.ckpt, epoch0000\.ckpt, last\.ckpt"):
         Translator.from_run_dir(run_dir, checkpoint="epoch0042")
-    assert Translator.from_run_dir(run_dir, checkpoint="epoch0000", device="cpu").num_labels == 9
+    num_labels = len(manifest["labels"]["names"])
+    assert Translator.from_run_dir(run_dir, checkpoint="epoch0000", device="cpu").num_labels == num_labels
 
 
 def test_translate_cli_writes_mp4_and_png_frames(run_dir, data_root, tmp_path, translator) -> None:
+    size, test_frames, sequence_frames = sizes(data_root)
     video = tmp_path / "plain.mp4"
     assert main(["translate", str(run_dir), str(data_root), "--out", str(video), "--batch-size", "3",
                  "--device", "cpu"]) == 0
-    frames = read_video(video)
-    assert len(frames) == FRAMES and frames[0].shape == (SIZE, SIZE, 3)
+    frames = read_video(video)  # the dataset's first sequence
+    assert len(frames) == sequence_frames and frames[0].shape == (size, size, 3)
 
     folder = tmp_path / "frames"
     assert main(["translate", str(run_dir), str(data_root), "--sequence", "test", "--out", str(folder),
-                 "--batch-size", "5", "--device", "cpu"]) == 0
+                 "--batch-size", "3", "--device", "cpu"]) == 0
     pngs = read_pngs(folder)
-    assert len(pngs) == FRAMES and pngs[0].shape == (SIZE, SIZE, 3)
-    # The PNG frames are exactly the Translator's output, whatever the batching.
-    expected = translator(BenchmarkDataset.open(data_root).uvl_frames("test")[6]).translation[0]
-    assert np.abs(pngs[6].astype(int) - np.round(expected.permute(1, 2, 0).numpy() * 255)).max() <= 1
+    assert len(pngs) == test_frames and pngs[0].shape == (size, size, 3)
+    # The PNG frames are exactly the Translator's output, whatever the batching (the last one: a later batch).
+    last = test_frames - 1
+    assert last >= 3
+    expected = translator(BenchmarkDataset.open(data_root).uvl_frames("test")[last]).translation[0]
+    assert np.abs(pngs[last].astype(int) - np.round(expected.permute(1, 2, 0).numpy() * 255)).max() <= 1
 
 
-def test_side_by_side_panel_has_real_frame_only_when_input_has_one(run_dir, data_root, tmp_path) -> None:
+def test_side_by_side_panel_has_real_frame_only_when_input_has_one(run_dir, data_root, size, tmp_path) -> None:
     with_real = tmp_path / "with_real"
     assert main(["translate", str(run_dir), str(data_root / "sequences" / "seq_000"), "--out", str(with_real),
                  "--side-by-side", "--device", "cpu"]) == 0
     panel = read_pngs(with_real)[0]
-    assert panel.shape == (SIZE, 4 * SIZE, 3)
+    assert panel.shape == (size, 4 * size, 3)
     real = imageio.imread(data_root / "sequences" / "seq_000" / "real" / "000000.png")
-    assert np.array_equal(panel[:, 3 * SIZE:], real[..., :3])  # the real frame, untouched
+    assert np.array_equal(panel[:, 3 * size:], real[..., :3])  # the real frame, untouched
 
     plain = tmp_path / "uvl_only"
     shutil.copytree(data_root / "test" / "uvl", plain)
     out = tmp_path / "no_real.mp4"
     assert main(["translate", str(run_dir), str(plain), "--out", str(out), "--side-by-side", "--device", "cpu"]) == 0
-    assert read_video(out)[0].shape == (SIZE, 3 * SIZE, 3)  # uvl | texture | translation
+    assert read_video(out)[0].shape == (size, 3 * size, 3)  # uvl | texture | translation
 
 
 @pytest.mark.parametrize("out_name", ["broken.mp4", "broken_frames"])
 def test_corrupt_frame_is_named_and_leaves_no_output(run_dir, data_root, tmp_path, capsys, out_name) -> None:
     folder = tmp_path / "seq"
-    shutil.copytree(data_root / "test" / "uvl", folder / "uvl")
-    (folder / "uvl" / "000005.png").write_bytes(b"\x89PNG truncated")
+    shutil.copytree(data_root / "sequences" / "seq_000" / "uvl", folder / "uvl")
+    broken = sorted((folder / "uvl").glob("*.png"))[-1]
+    broken.write_bytes(b"\x89PNG truncated")
     out = tmp_path / "results" / out_name
     assert main(["translate", str(run_dir), str(folder), "--out", str(out), "--batch-size", "2",
-                 "--device", "cpu"]) == 2  # frames 0-3 were written before the error
-    assert "000005.png" in capsys.readouterr().err
+                 "--device", "cpu"]) == 2  # the frames of the earlier batches were written before the error
+    assert broken.name in capsys.readouterr().err
     assert not out.exists() and list((tmp_path / "results").iterdir()) == []  # no temporary file left either
 
 
@@ -192,7 +236,7 @@ def test_states_input_renders_at_any_requested_resolution(run_dir, data_root, tm
                  "--resolution", "47", "--side-by-side", "--device", "cpu"]) == 0
     frames = read_pngs(out)
     # Any size: 47 is no multiple of the generator's 4 (padded inside the Translator); real frames resized.
-    assert len(frames) == FRAMES and frames[0].shape == (47, 4 * 47, 3)
+    assert len(frames) == sizes(data_root)[1] and frames[0].shape == (47, 4 * 47, 3)
 
 
 def test_bad_inputs_are_clear_errors(run_dir, data_root, tmp_path, capsys) -> None:
@@ -217,18 +261,19 @@ def exported(run_dir, tmp_path_factory) -> Path:
     return out
 
 
-def test_export_textures_writes_pngs_and_textured_meshes(exported, data_root) -> None:
+def test_export_textures_writes_pngs_and_textured_meshes(exported, data_root, manifest) -> None:
     labels = BenchmarkDataset.open(data_root).labels
+    objects = len(yaml.safe_load((data_root / manifest["scene"]).read_text())["objects"])  # the scene's meshes
     pngs = sorted((exported / "textures").glob("*.png"))
     assert [p.stem for p in pngs] == sorted(labels.names)
     assert imageio.imread(pngs[0]).shape == (256, 256, 3)
-    assert len(list((exported / "obj").glob("*.obj"))) == len(list((exported / "glb").glob("*.glb"))) == 17
+    assert len(list((exported / "obj").glob("*.obj"))) == len(list((exported / "glb").glob("*.glb"))) == objects
     for path in (exported / "obj" / "panda_link3.obj", exported / "glb" / "panda_link3.glb"):
         mesh = trimesh.load(path, force="mesh")
         assert len(mesh.faces) > 100 and mesh.visual.uv.shape == (len(mesh.vertices), 2)
         assert texture_of(mesh).size == (256, 256)
     scene = trimesh.load(exported / "scene.glb")
-    assert isinstance(scene, trimesh.Scene) and len(scene.geometry) == 17
+    assert isinstance(scene, trimesh.Scene) and len(scene.geometry) == objects
     assert scene.bounds[1][1] - scene.bounds[0][1] > 0.5  # y-up: the robot stands tall along glTF's y
 
 
@@ -260,13 +305,13 @@ def test_exported_texture_orientation_round_trip(exported, translator, path, lab
     assert transposed > 3 * error and flipped > 3 * error
 
 
-def test_large_batches_are_translated_in_parts(translator, data_root, monkeypatch) -> None:
+def test_large_batches_are_translated_in_parts(translator, data_root, size, monkeypatch) -> None:
     import triton_s2r.inference.translator as module
 
     frames = BenchmarkDataset.open(data_root).uvl_frames("test")
     gbuffer = GBuffer.cat([frames[i] for i in range(3)])
     whole = translator(gbuffer)
-    monkeypatch.setattr(module, "MAX_PIXELS_PER_CALL", SIZE * SIZE)  # one frame per call
+    monkeypatch.setattr(module, "MAX_PIXELS_PER_CALL", size * size)  # one frame per call
     parts = translator(gbuffer)
     for name in ("translation", "texture", "mask"):
         torch.testing.assert_close(getattr(parts, name), getattr(whole, name), atol=1e-5, rtol=0)
