@@ -63,9 +63,13 @@ def test_notebook_code_runs_on_a_finished_tiny_run(script: Path, finished_output
     elif script.stem == "02_learned_textures":  # textures and meshes exported
         assert len(namespace["result"].textures) == len(manifest["labels"]["names"])
         assert namespace["result"].scene_glb.is_file()
-    else:  # the first sequence translated to a video
+    elif script.stem == "03_translate_sequence":  # the first sequence translated to a video
         assert namespace["result"].num_frames == manifest["splits"]["sequences/seq_000"]["frames"]
         assert namespace["result"].out.stat().st_size > 1000
+    else:  # 04: the xArm trajectory rendered to one UVL frame per state
+        result = namespace["result"]
+        assert result.num_frames == namespace["states"].num_frames
+        assert len(list((result.out / "uvl").glob("*.png"))) == result.num_frames
 
 
 @pytest.fixture(scope="module")
