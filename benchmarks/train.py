@@ -43,6 +43,7 @@ class StepTimer(pl.Callback):
     def __init__(self, warmup: int, profile: bool = False) -> None:
         self.warmup, self.seconds, self.steps, self._t0, self.peak_bytes = warmup, 0.0, 0, 0.0, 0
         self.warmup_seconds = 0.0  # the untimed first batches: cuDNN autotuning and, compiled, the compilation
+        self.first_step_seconds = 0.0  # from the start of training to the end of the first batch
         self.profiler = None
         if profile:
             from torch.profiler import ProfilerActivity, schedule
@@ -55,6 +56,9 @@ class StepTimer(pl.Callback):
     def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
         if batch_idx == 0:
             self._t0 = time.perf_counter()
+        if batch_idx == 1:
+            torch.cuda.synchronize()
+            self.first_step_seconds = time.perf_counter() - self._t0
         if batch_idx == self.warmup:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
@@ -177,8 +181,10 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
         print("host waits for the GPU (synchronising calls):", syncs.report() or " none")
     step = timer.seconds / timer.steps
     flops = step_flops(system.cuda(), datamodule) if not compile_ and devices == 1 else float("nan")
+    if compile_:
+        print(torch._dynamo.utils.compile_times(repr="str"), flush=True)  # seconds per compilation phase
     return {"its": 1 / step, "ms": step * 1e3, "peak_gib": timer.peak_bytes / 2**30,
-            "tflop": flops / 1e12, "warmup_s": timer.warmup_seconds}
+            "tflop": flops / 1e12, "warmup_s": timer.warmup_seconds, "first_s": timer.first_step_seconds}
 
 
 def main() -> None:
@@ -213,7 +219,7 @@ def main() -> None:
                     args.warmup, profile=True, extra=variants[0][1], trace=args.trace)
         return
     rows = ["| variant | batch | precision | compile | it/s | ms/step | peak reserved GiB | TFLOP/step "
-            "| % of bf16 peak | warm-up s |", "|---|---|---|---|---|---|---|---|---|---|"]
+            "| % of bf16 peak | first step s | warm-up s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for (name, extra), batch, precision in itertools.product(variants, args.batches, args.precisions):
         # compile only where it matters: the bf16 step
         for compile_ in [c == "on" for c in args.compile] if precision == "bf16-mixed" else [False]:
@@ -221,19 +227,21 @@ def main() -> None:
                 r = run_variant(args.data, batch, precision, compile_, args.steps, args.warmup, extra=extra)
             except Exception as exc:  # one failing variant (e.g. out of memory) must not lose the others
                 rows.append(f"| {name} | {batch} | {precision} | {compile_} | failed: {type(exc).__name__} "
-                            "| | | | | |")
+                            "| | | | | | |")
                 traceback.print_exc()
                 print(rows[-1], exc, flush=True)
                 continue
             util = r["tflop"] / (r["ms"] / 1e3) / args.peak_tflops * 100
             rows.append(f"| {name} | {batch} | {precision} | {compile_} | {r['its']:.1f} | {r['ms']:.1f} | "
-                        f"{r['peak_gib']:.2f} | {r['tflop']:.2f} | {util:.1f} | {r['warmup_s']:.0f} |")
+                        f"{r['peak_gib']:.2f} | {r['tflop']:.2f} | {util:.1f} | {r['first_s']:.0f} | "
+                        f"{r['warmup_s']:.0f} |")
             print(rows[-1], flush=True)
     table = ("Full step (renderer in the loop with nvdiffrast, D step + G/texture step), reference networks, "
              "256x256 crops, neural texture evaluated per pixel; throughput over the timed steps (synchronised only "
              "before the first and after the last). FLOPs counted by torch.utils.flop_counter (convolutions and "
-             f"matmuls) for the uncompiled step. Warm-up s: the untimed first {args.warmup} "
-             "steps (cuDNN autotuning and, compiled, the compilation).\n\n" + "\n".join(rows))
+             f"matmuls) for the uncompiled step. First step s: from the start of training to the end of the first "
+             f"batch; warm-up s: the untimed first {args.warmup} steps (cuDNN autotuning and, compiled, the "
+             "compilation).\n\n" + "\n".join(rows))
     if not args.no_write:
         write_section(f"train:{machine()}", f"Training step: {machine()}", table)
     print(table)
