@@ -242,6 +242,7 @@ class StyleFreeGenerator(nn.Module):
         Returns:
             (B, content_channels, H / 2^n, W / 2^n), non-negative.
         """
+        x = x.float()  # one input dtype (photos are fp32, translations bf16 under autocast): one compiled graph
         if self.training and self.input_noise_std > 0:
             x = x + torch.randn_like(x) * self.input_noise_std
         return self.encoder(x)

@@ -385,7 +385,8 @@ class TritonSystem(pl.LightningModule):
         return terms
 
     def _logits(self, discriminator: MultiScaleDiscriminator, image: Tensor) -> list[Tensor]:
-        return [logit.float() for logit in discriminator(image)]
+        # fp32 in (photos are fp32, translations bf16 under autocast), so a compiled discriminator sees one dtype
+        return [logit.float() for logit in discriminator(image.float())]
 
     def _clip(self, optimizer) -> None:
         if self.hparams.gradient_clip_val:
