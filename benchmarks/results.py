@@ -98,8 +98,10 @@ def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool, pai
 
 def train_and_evaluate(run: Run, data: str, budget_seconds: int, gpu: str | None, threads: int,
                        downstream: bool) -> Outcome:
-    """Train ``run`` (on GPU index ``gpu``, or the CPU when None) with ``threads`` CPU threads, then evaluate it
-    (and train a pose regressor on its translations when ``downstream``)."""
+    """Train ``run`` with ``threads`` CPU threads, then evaluate it.
+
+    It trains on GPU index ``gpu`` (the CPU when None), and a pose regressor on its translations when ``downstream``.
+    """
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), **({"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {}))
     trained = run.run_dir / "train_seconds.txt"  # written when training ends: a rerun skips finished steps
     if not trained.is_file():

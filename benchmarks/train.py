@@ -37,8 +37,11 @@ PROFILED_STEPS = 5
 
 
 class StepTimer(pl.Callback):
-    """Throughput of the training batches after ``warmup``: one synchronisation before the first timed batch
-    and one after the last, so consecutive steps overlap as they do in a real run; optionally profiled."""
+    """Throughput of the training batches after ``warmup``, optionally profiled.
+
+    One synchronisation before the first timed batch and one after the last, so consecutive steps overlap as they
+    do in a real run.
+    """
 
     def __init__(self, warmup: int, profile: bool = False) -> None:
         self.warmup, self.seconds, self.steps, self._t0, self.peak_bytes = warmup, 0.0, 0, 0.0, 0
@@ -75,8 +78,10 @@ class StepTimer(pl.Callback):
         self.peak_bytes = torch.cuda.max_memory_reserved()
 
     def report(self, trace: str | None = None) -> str:
-        """Tables of the profiled steps, then per step: GPU kernel time, the time the GPU was busy at all, and
-        the wall time of the profiled window (busy well below wall: the host or synchronisations bound the step).
+        """Tables of the profiled steps, then per step: GPU kernel time, GPU busy time and wall time.
+
+        The busy time is the time the GPU was busy at all, the wall time that of the profiled window; busy well below
+        wall means the host or synchronisations bound the step.
 
         Args:
             trace: also write the Chrome trace here (``.json.gz`` compresses it).
@@ -104,8 +109,10 @@ class StepTimer(pl.Callback):
 
 
 class SyncFinder(pl.Callback):
-    """Python stacks of the calls that make the host wait for the GPU (``torch.cuda.set_sync_debug_mode``),
-    counted over ``steps`` batches after ``warmup``: each such wait keeps the host from queueing work ahead."""
+    """Python stacks of the calls that make the host wait for the GPU, counted over ``steps`` batches after ``warmup``.
+
+    Found with ``torch.cuda.set_sync_debug_mode``: each such wait keeps the host from queueing work ahead.
+    """
 
     def __init__(self, warmup: int, steps: int = 3) -> None:
         self.warmup, self.steps, self.stacks, self._show = warmup, steps, collections.Counter(), None
@@ -151,8 +158,11 @@ def step_flops(system, datamodule) -> float:
 
 def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: int, warmup: int,
                 profile: bool = False, extra: tuple[str, ...] = (), devices: int = 1, trace: str | None = None) -> dict:
-    """Time one configuration; ``extra``: Hydra overrides added last; ``profile``: print where its time goes
-    (and write the Chrome trace to ``trace``)."""
+    """Time one configuration.
+
+    ``extra``: Hydra overrides added last; ``profile``: print where its time goes (and write the Chrome trace to
+    ``trace``).
+    """
     overrides = [
         "experiment=paper", f"data.root={data}", "data.build_preset=null", f"data.batch_size={batch}",
         f"data.steps_per_epoch={(steps + warmup) * devices}", "data.num_workers=4", f"trainer.precision={precision}",

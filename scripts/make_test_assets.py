@@ -39,8 +39,10 @@ ALBEDO_SIZE = 64
 
 
 def cluster_vertices(v_pos: np.ndarray, faces: np.ndarray, cell: float) -> tuple[np.ndarray, np.ndarray]:
-    """Simplify a triangle mesh by merging the vertices of each grid cell (their mean) and dropping the
-    triangles that collapse; good enough for a 32 px test frame."""
+    """Simplify a triangle mesh by merging the vertices of each grid cell into their mean.
+
+    The triangles that collapse are dropped; good enough for a 32 px test frame.
+    """
     keys = np.floor(v_pos / cell).astype(np.int64)
     _, cluster, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
     cluster = cluster.reshape(-1)

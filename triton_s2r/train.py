@@ -46,8 +46,10 @@ USER_ERRORS = (ValueError, FileNotFoundError, CheckpointError, NonFiniteLossErro
 
 
 class ProgressBar(TQDMProgressBar):
-    """Lightning's progress bar, refreshed every ``PROGRESS_EVERY`` batches, with the system's last losses
-    (``system.progress``), read from the device only at a refresh."""
+    """Lightning's progress bar with the system's last losses, refreshed every ``PROGRESS_EVERY`` batches.
+
+    The losses (``system.progress``) are read from the device only at a refresh.
+    """
 
     def __init__(self) -> None:
         super().__init__(refresh_rate=PROGRESS_EVERY)
@@ -58,8 +60,11 @@ class ProgressBar(TQDMProgressBar):
 
 
 class RunCheckpointIO(TorchCheckpointIO):
-    """Checkpoints written to a temporary file and renamed (a killed job never leaves a broken one), and read
-    with ``weights_only=True`` (a checkpoint from elsewhere cannot run code) with errors that name the file."""
+    """Checkpoints written atomically and read safely, with errors that name the file.
+
+    Written to a temporary file and renamed (a killed job never leaves a broken one), and read with
+    ``weights_only=True`` (a checkpoint from elsewhere cannot run code).
+    """
 
     def save_checkpoint(self, checkpoint: dict, path, storage_options=None) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -118,8 +123,11 @@ def build(cfg: DictConfig):
 
 
 def build_system(cfg: DictConfig):
-    """``cfg.system`` with its networks and its ``LossSettings``: the ``loss`` group, and ℓUC's clips from
-    ``data.sim_clip_frames`` (the clips the batches come in)."""
+    """``cfg.system`` with its networks and its ``LossSettings``.
+
+    The settings are the ``loss`` group, and ℓUC's clips from ``data.sim_clip_frames`` (the clips the batches come
+    in).
+    """
     losses = LossSettings(**OmegaConf.to_container(cfg.loss, resolve=True),
                           sim_clip_frames=cfg.data.get("sim_clip_frames", 1))
     # _partial_: LossSettings goes in as it is (Hydra would turn it into a mapping); _convert_: plain containers
@@ -131,8 +139,10 @@ def build_system(cfg: DictConfig):
 
 
 def checkpoint_callbacks(run: RunDir, keep: int, validation: bool) -> list[ModelCheckpoint]:
-    """``last.ckpt`` and the newest ``keep`` numbered epochs, plus ``best.ckpt`` (best ``val/psnr``) when
-    there is validation; a file of the same name is replaced, never versioned (``-v1``)."""
+    """``last.ckpt`` and the newest ``keep`` numbered epochs, plus ``best.ckpt`` (best ``val/psnr``) with validation.
+
+    A file of the same name is replaced, never versioned (``-v1``).
+    """
     callbacks = [ModelCheckpoint(dirpath=run.checkpoint_dir, filename=EPOCH_PATTERN, auto_insert_metric_name=False,
                                  save_last=True, save_top_k=keep, monitor="epoch", mode="max", every_n_epochs=1,
                                  save_on_train_epoch_end=True, enable_version_counter=False)]

@@ -52,12 +52,11 @@ class EpochSampler(Sampler[int]):
 
 
 class ClipSampler(EpochSampler):
-    """Like ``EpochSampler`` for an ``UnpairedDataset`` whose sim frames come in clips of ``sim_clip_frames``
-    (``data.sim_clip_frames``).
+    """Like ``EpochSampler`` for an ``UnpairedDataset`` whose sim frames come in clips of ``sim_clip_frames``.
 
-    Each clip is drawn uniformly, its frames in order, each paired with a photo drawn uniformly; a batch whose
-    size is a multiple of ``sim_clip_frames`` then holds whole clips. Sim frames past the last whole clip are
-    never drawn. Each rank's count is rounded up to whole clips.
+    The clip length is ``data.sim_clip_frames``. Each clip is drawn uniformly, its frames in order, each paired with
+    a photo drawn uniformly; a batch whose size is a multiple of ``sim_clip_frames`` then holds whole clips. Sim
+    frames past the last whole clip are never drawn. Each rank's count is rounded up to whole clips.
     """
 
     def __init__(self, num_sim: int, num_real: int, sim_clip_frames: int, num_samples: int, seed: int,
@@ -197,8 +196,10 @@ class TritonDataModule(pl.LightningDataModule):
         self.dataset: BenchmarkDataset | None = None
 
     def prepare_data(self) -> None:
-        """Build the benchmark preset at ``root`` if it holds no dataset yet (rank 0 only), in clips of
-        ``sim_clip_frames``."""
+        """Build the benchmark preset at ``root`` if it holds no dataset yet (rank 0 only).
+
+        The preset is built in clips of ``sim_clip_frames``.
+        """
         if self.root is not None and not (Path(self.root) / "dataset.yaml").is_file() and self.build_preset:
             if self.builder is None:
                 raise ValueError(f"data.root={self.root} holds no dataset and data.build_preset={self.build_preset} "
@@ -219,8 +220,12 @@ class TritonDataModule(pl.LightningDataModule):
                 )
 
     def training_data(self) -> tuple[LabelTable, tuple[int, int] | None, Path | None, Tensor | None]:
-        """What a run keeps of its data for inference (``RunDir.save_training_data``): the label table, the
-        frame size, the scene file and one frame's (N, 4, 4) object poses (None for plain folders)."""
+        """What a run keeps of its data for inference (``RunDir.save_training_data``).
+
+        Returns:
+            The label table, the frame size, the scene file and one frame's (N, 4, 4) object poses (the last three
+            None for plain folders).
+        """
         if self.dataset is None:
             return self.labels, None, None, None
         split = "test" if "test" in self.dataset.splits else "train_sim"

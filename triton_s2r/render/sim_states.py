@@ -141,9 +141,9 @@ def to_frame_state(scene: Scene, states: SimStates, *, width: int, height: int,
 
 
 def make_camera(spec: Mapping, n: int, *, width: int, height: int, where: str) -> Camera:
-    """N cameras from a camera entry: look-at (``eye``, ``target``, ``fov_y_deg``) or OpenCV (``K``, ``R``, ``t``,
-    and the ``width``, ``height`` that K was calibrated for; it is rescaled to width x height).
+    """N cameras from a camera entry: look-at (``eye``, ``target``, ``fov_y_deg``) or OpenCV (``K``, ``R``, ``t``).
 
+    An OpenCV entry also gives the ``width``, ``height`` that K was calibrated for; K is rescaled to width x height.
     Each value is shared by all frames or given per frame (a leading axis of N).
     """
     unknown = sorted(set(spec) - set(CAMERA_KEYS))

@@ -211,8 +211,10 @@ class RunDir:
         return sorted(self.checkpoint_dir.glob("[!.]*.ckpt")) if self.checkpoint_dir.is_dir() else []
 
     def remove_partial_files(self) -> list[Path]:
-        """Delete temporary files that a kill during a save left behind (``atomic_write``'s hidden ``.name.*``
-        files); returns them."""
+        """Delete the temporary files that a kill during a save left behind, and return them.
+
+        These are ``atomic_write``'s hidden ``.name.*`` files.
+        """
         partial = [*self.checkpoint_dir.glob(".*.ckpt"), *self.path.glob(".*.yaml"), *self.path.glob(".*.npz"),
                    *self.scene_dir.glob("**/.*.*")]
         for path in partial:

@@ -305,8 +305,11 @@ def build_differences(manifest: dict, build: dict, p: Preset) -> list[str]:
 
 
 def _delete_dataset(root: Path) -> None:
-    """Delete the dataset in ``root`` (only ``DATASET_ENTRIES``; the manifest last, so an interrupted delete is
-    still recognised as a dataset and finished by the next ``rebuild``). Nothing happens without a manifest."""
+    """Delete the dataset in ``root``; nothing happens without a manifest.
+
+    Only ``DATASET_ENTRIES`` go, the manifest last, so an interrupted delete is still recognised as a dataset and
+    finished by the next ``rebuild``.
+    """
     if not (root / "dataset.yaml").is_file():
         return
     for name in DATASET_ENTRIES[1:]:

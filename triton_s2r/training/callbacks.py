@@ -1,5 +1,7 @@
-"""The jobs around the GAN step, as Lightning callbacks: ``TritonSystem.configure_callbacks`` hands them its
-settings, so every ``Trainer`` that fits the system runs them (``triton-s2r train``, the tests, the benchmarks).
+"""The jobs around the GAN step, as Lightning callbacks.
+
+``TritonSystem.configure_callbacks`` hands them its settings, so every ``Trainer`` that fits the system runs them
+(``triton-s2r train``, the tests, the benchmarks).
 
 * ``WeightAverage``: the exponential moving average of the translator's weights (``system.ema_decay``),
   which validation, ``best.ckpt`` and ``Translator`` use (docs/method.md §5.5).
@@ -115,9 +117,11 @@ class NonFiniteGuard(pl.Callback):
 
 
 class Previews(pl.Callback):
-    """Rows: UVL hint, texture projection, translation, a real photo; plus the baked textures, one tile per
-    label (rows follow u, columns follow v). Written as PNG into the run directory's ``previews/``, and to W&B
-    when that logger is used. Reads the images back from the GPU.
+    """Preview images and the baked textures, every ``every_n_batches`` batches.
+
+    Rows: UVL hint, texture projection, translation, a real photo; plus the baked textures, one tile per label (rows
+    follow u, columns follow v). Written as PNG into the run directory's ``previews/``, and to W&B when that logger is
+    used. Reads the images back from the GPU.
 
     Args:
         every_n_batches: batches between previews.
@@ -154,8 +158,10 @@ class Previews(pl.Callback):
 
 
 class RandomStates(pl.Callback):
-    """The torch, NumPy, Python and CUDA RNG states in every checkpoint (``rng``), restored on resume, so a
-    resumed run draws what an uninterrupted one draws (the step and the schedules live in the state dict)."""
+    """The torch, NumPy, Python and CUDA RNG states in every checkpoint (``rng``), restored on resume.
+
+    A resumed run so draws what an uninterrupted one draws (the step and the schedules live in the state dict).
+    """
 
     def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict) -> None:
         name, keys, pos, has_gauss, gauss = np.random.get_state()

@@ -51,8 +51,10 @@ def write_curves(path: Path, rows: list[dict[str, float]]) -> None:
 
 
 def plot_curves(rows: list[dict[str, float]], out: Path) -> None:
-    """One panel per measure of ``PLOTTED`` present in ``rows``: value against batches (bottom axis) and minutes
-    of training (top axis). Written atomically as PNG."""
+    """One panel per measure of ``PLOTTED`` present in ``rows``, written atomically as PNG.
+
+    Each panel plots the value against batches (bottom axis) and minutes of training (top axis).
+    """
     import matplotlib
 
     matplotlib.use("Agg")

@@ -200,8 +200,10 @@ class TritonSystem(pl.LightningModule):
         return [s for b, s in self.schedule if b <= self.batches_trained][-1]
 
     def _short_side_tensor(self) -> Tensor:
-        """``short_side()`` as a device tensor for logging, made once per stage (Lightning copies a logged
-        Python number to the device at every call, and that copy waits for the GPU)."""
+        """``short_side()`` as a device tensor for logging, made once per stage.
+
+        Lightning copies a logged Python number to the device at every call, and that copy waits for the GPU.
+        """
         side = self.short_side()
         if side not in self._side_tensors:
             self._side_tensors[side] = torch.tensor(float(side), device=self.device)
