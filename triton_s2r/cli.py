@@ -196,6 +196,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser, name: str = "run_dir",
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``triton-s2r`` argument parser: one subcommand per job, each naming its handler in ``func``."""
     parser = argparse.ArgumentParser(
         prog="triton-s2r",
         description="TRITON sim-to-real translation with neural neural textures for robot manipulation.",
@@ -397,6 +398,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``triton-s2r`` on ``argv`` (default: the command line) and return the exit status.
+
+    ``train`` goes to Hydra untouched; the other commands print a user error (missing file, bad value) as one
+    line and return 2.
+    """
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["train"]:  # Hydra parses its own overrides
         from triton_s2r.train import cli

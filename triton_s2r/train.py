@@ -55,6 +55,7 @@ class ProgressBar(TQDMProgressBar):
         super().__init__(refresh_rate=PROGRESS_EVERY)
 
     def get_metrics(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> dict:
+        """Lightning's progress-bar metrics plus the system's last losses (read from the device here)."""
         losses = {name: f"{value.item():.3g}" for name, value in getattr(pl_module, "progress", {}).items()}
         return {**super().get_metrics(trainer, pl_module), **losses}
 
@@ -67,11 +68,13 @@ class RunCheckpointIO(TorchCheckpointIO):
     """
 
     def save_checkpoint(self, checkpoint: dict, path, storage_options=None) -> None:
+        """Save ``checkpoint`` to ``path`` through a temporary file, renamed once complete."""
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(path) as tmp:
             torch.save(checkpoint, tmp)
 
     def load_checkpoint(self, path, map_location=None, weights_only=None) -> dict:
+        """Read ``path`` with ``weights_only=True`` (``runs.run_dir.load_checkpoint``); errors name the file."""
         return load_checkpoint(path, map_location=map_location)
 
 
@@ -216,6 +219,10 @@ def train(cfg: DictConfig) -> Path:
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def main(cfg: DictConfig) -> None:
+    """``triton-s2r train``: train with the composed Hydra config.
+
+    User errors (bad config values, missing data) print one line and exit with status 2.
+    """
     try:
         train(cfg)
     except Exception as exc:

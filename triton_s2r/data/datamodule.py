@@ -38,7 +38,8 @@ class EpochSampler(Sampler[int]):
         self.population, self.seed, self.rank, self.epoch = population, seed, rank, 0
         self.num_samples = -(-num_samples // world_size)
 
-    def set_epoch(self, epoch: int) -> None:  # called by Lightning before each epoch
+    def set_epoch(self, epoch: int) -> None:
+        """Reseed for ``epoch``; Lightning calls it before each epoch."""
         self.epoch = epoch
 
     def __len__(self) -> int:
@@ -208,6 +209,7 @@ class TritonDataModule(pl.LightningDataModule):
             self.builder(self.root, preset=self.build_preset, seed=self.seed, sim_clip_frames=self.sim_clip_frames)
 
     def setup(self, stage: str | None = None) -> None:
+        """Lightning hook: open the dataset at ``root`` (if any); check its clips against ``sim_clip_frames``."""
         if self.root is not None:
             self.dataset = BenchmarkDataset.open(self.root)
             # The manifest keeps its own name for the clips of train_sim (sim_clip_frames; docs/training.md).
@@ -234,6 +236,7 @@ class TritonDataModule(pl.LightningDataModule):
 
     @property
     def labels(self) -> LabelTable:
+        """The label table: the dataset's, or the one given as ``labels`` for plain folders."""
         if self.dataset is not None:
             return self.dataset.labels
         return LabelTable.from_dict(self.label_spec or {})
@@ -245,6 +248,10 @@ class TritonDataModule(pl.LightningDataModule):
         return load_scene(self.dataset.root / self.dataset.manifest["scene"]), self.dataset.states(split)
 
     def train_dataset(self) -> UnpairedDataset | PairedDataset:
+        """The training set before sampling: unpaired sim items and photos, or aligned pairs when ``paired``.
+
+        Sim items are UVL frames, or state indices when ``sim_source`` is ``"render"``.
+        """
         if self.dataset is not None:
             if self.paired:
                 return self._paired("train_real")
@@ -273,6 +280,7 @@ class TritonDataModule(pl.LightningDataModule):
         return batch
 
     def train_dataloader(self) -> DataLoader:
+        """Lightning hook: batches drawn by ``EpochSampler`` (``ClipSampler`` for sim clips), a share per rank."""
         dataset = self.train_dataset()
         num_samples = self.steps_per_epoch * self.batch_size
         rank, world_size = 0, 1

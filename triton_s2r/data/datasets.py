@@ -270,6 +270,7 @@ class BenchmarkDataset:
 
     @property
     def splits(self) -> dict[str, dict]:
+        """Split name -> its manifest entry (``frames``, ``sim``, ``real`` and, for clips, ``clip_frames``)."""
         return self.manifest["splits"]
 
     def is_paired(self, split: str) -> bool:
@@ -295,11 +296,14 @@ class BenchmarkDataset:
                     )
 
     def uvl_frames(self, split: str) -> UVLFrames:
+        """The UVL frames of ``split``, at the dataset's resolution."""
         return UVLFrames(self.root / split / "uvl", self.labels, size=self.resolution)
 
     def photos(self, split: str) -> Photos:
+        """The real photos of ``split``."""
         return Photos(self.root / split / "real")
 
     def states(self, split: str) -> FrameState:
+        """Object poses and cameras of every frame of ``split`` (its ``states.npz``)."""
         h, w = self.resolution
         return load_states(self.root / split / "states.npz", width=w, height=h)

@@ -292,6 +292,8 @@ def translate_source(
         side_by_side: write the ``panel_images`` panel instead of the translation alone.
         batch_size: frames per model call.
         fps: video frame rate.
+        texture_resolution: ignored; the ``translator`` has its own (``Translator.from_run_dir``).
+        compile: ignored; the ``translator`` has its own (``Translator.from_run_dir``).
         progress: show a tqdm progress bar.
     """
     if batch_size < 1:

@@ -145,6 +145,7 @@ class Translator:
 
     @property
     def device(self) -> torch.device:
+        """The device the model's weights are on."""
         return next(self.model.parameters()).device
 
     @property

@@ -32,6 +32,7 @@ class Conv2d(nn.Conv2d):
     """``nn.Conv2d`` (same parameters, same state-dict keys) that pads with ``reflect_pad`` when compiled."""
 
     def forward(self, input: Tensor) -> Tensor:
+        """(B, C_in, H, W) -> (B, C_out, H', W') as ``nn.Conv2d``; compiled, it reflect-pads with ``reflect_pad``."""
         if self.padding_mode != "reflect" or isinstance(self.padding, str) or not torch.compiler.is_compiling():
             return super().forward(input)
         height, width = self.padding

@@ -50,6 +50,7 @@ class ResidualBlock(nn.Module):
         )
 
     def forward(self, x: Tensor) -> Tensor:
+        """Add the residual: (B, C, H, W) -> x + body(x), same shape."""
         return x + self.body(x)
 
 

@@ -218,6 +218,7 @@ class NeuralTexture(nn.Module):
         return texels.view(self.num_labels, resolution, resolution, -1).permute(0, 3, 1, 2).contiguous()
 
     def extra_repr(self) -> str:
+        """Labels, channels, frequencies and sampling, for ``repr(module)``."""
         return (
             f"num_labels={self.num_labels}, out_channels={self.out_channels}, "
             f"num_frequencies={self.frequencies.shape[1]}, sampling={self.sampling!r}"

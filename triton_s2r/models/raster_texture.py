@@ -92,6 +92,7 @@ class RasterTexture(nn.Module):
         return total
 
     def extra_repr(self) -> str:
+        """Labels, channels, resolution and mip levels, for ``repr(module)``."""
         return (
             f"num_labels={self.num_labels}, out_channels={self.out_channels}, "
             f"resolution={self.resolution}, num_mip_levels={len(self.levels)}"

@@ -73,6 +73,7 @@ class TritonModel(nn.Module):
 
     @property
     def num_labels(self) -> int:
+        """K, the number of object labels (void excluded)."""
         return self.sim_input.num_labels
 
     def sample_texture(self, uv: Tensor, label: Tensor, supersample: int = 1, baked: Tensor | None = None) -> SimBatch:

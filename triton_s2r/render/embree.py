@@ -44,6 +44,7 @@ class EmbreeRasterizer:
         return self._bvh[mesh]
 
     def render(self, scene: Scene, state: FrameState, supersample: int = 1) -> GBuffer:
+        """Ray-cast every frame on the CPU, frames in parallel threads; see ``UVLRasterizer.render``."""
         camera = state.camera.supersampled(supersample)
         h, w = camera.height, camera.width
         hits = {

@@ -46,17 +46,21 @@ class GBuffer:
 
     @property
     def batch_size(self) -> int:
+        """B, the number of frames."""
         return self.uv.shape[0]
 
     @property
     def height(self) -> int:
+        """H, the image height in pixels."""
         return self.uv.shape[2]
 
     @property
     def width(self) -> int:
+        """W, the image width in pixels."""
         return self.uv.shape[3]
 
     def to(self, device: torch.device | str) -> GBuffer:
+        """This G-buffer with every tensor on ``device``."""
         return GBuffer(*(None if t is None else t.to(device) for t in (self.uv, self.label, self.depth, self.face_id)))
 
     def __getitem__(self, index: int | slice) -> GBuffer:

@@ -64,6 +64,7 @@ class Mesh:
 
     @property
     def num_triangles(self) -> int:
+        """F, the number of triangles."""
         return self.t_pos_idx.shape[0]
 
     def transformed(self, matrix: np.ndarray | Tensor) -> Mesh:

@@ -92,6 +92,7 @@ class NvdiffrastRasterizer:
 
     @torch.no_grad()
     def render(self, scene: Scene, state: FrameState, supersample: int = 1) -> GBuffer:
+        """Rasterize every frame on this backend's GPU, on a stream of its own; see ``UVLRasterizer.render``."""
         # The per-frame matrices are small: built on the host and uploaded in one asynchronous copy, so that
         # rendering never makes the host wait for the GPU (a training step queues its work ahead).
         state = state.to("cpu")

@@ -48,6 +48,7 @@ class SimStates:
 
     @property
     def num_frames(self) -> int:
+        """N, the number of frames."""
         return self.joints.shape[0]
 
 
@@ -95,7 +96,8 @@ def to_frame_state(scene: Scene, states: SimStates, *, width: int, height: int,
     Args:
         scene: a scene from ``load_scene``, with a ``robot:`` entry if ``states`` has joints.
         states: from ``read_states``.
-        width, height: image size in pixels.
+        width: image width in pixels.
+        height: image height in pixels.
         default_camera: the scene file's ``camera`` entry, used when ``states`` has no camera.
 
     Returns:

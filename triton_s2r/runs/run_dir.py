@@ -130,10 +130,12 @@ class RunDir:
 
     @property
     def config_path(self) -> Path:
+        """``config.yaml``: the resolved training config."""
         return self.path / CONFIG
 
     @property
     def checkpoint_dir(self) -> Path:
+        """``checkpoints/``: ``last.ckpt``, ``best.ckpt`` and the numbered epochs."""
         return self.path / CHECKPOINT_DIR
 
     @property
@@ -143,14 +145,17 @@ class RunDir:
 
     @property
     def log_path(self) -> Path:
+        """``train.log``: the training log."""
         return self.path / LOG
 
     @property
     def preview_dir(self) -> Path:
+        """``previews/``: preview grids, baked textures and the validation video."""
         return self.path / PREVIEW_DIR
 
     @property
     def scene_dir(self) -> Path:
+        """``scene/``: a copy of the training scene and one frame's object poses (``save_training_data``)."""
         return self.path / SCENE_DIR
 
     @property
@@ -160,6 +165,7 @@ class RunDir:
 
     @property
     def curves_plot_path(self) -> Path:
+        """``plots/curves.png``: ``curves.csv`` plotted."""
         return self.path / CURVES_PLOT
 
     @property
@@ -176,6 +182,7 @@ class RunDir:
         return load_config(self.config_path)
 
     def write_config(self, cfg: DictConfig) -> None:
+        """Write ``cfg``, resolved, as the run's ``config.yaml`` (atomically)."""
         self.path.mkdir(parents=True, exist_ok=True)
         with atomic_write(self.config_path) as tmp:
             tmp.write_text(OmegaConf.to_yaml(cfg, resolve=True))

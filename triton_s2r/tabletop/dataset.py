@@ -68,6 +68,16 @@ PRESETS = {
 
 @dataclass(frozen=True)
 class Split:
+    """One split to write: its frames' states and which kinds of frames it holds.
+
+    Attributes:
+        name: the split's folder in the dataset (``train_sim``, ``test``, ``sequences/seq_000``, ...).
+        state: object poses and cameras of its N frames.
+        joints: (N, J) the robot's joint values per frame.
+        sim: whether it holds UVL frames.
+        real: whether it holds path-traced "real" frames.
+        clip_frames: frames per clip (``train_sim`` drawn in clips), else 1.
+    """
     name: str
     state: FrameState
     joints: np.ndarray

@@ -52,6 +52,7 @@ class WeightAverage(pl.Callback):
         self.decay = decay
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        """Lightning hook: make ``model_ema``, a frozen copy of the translator, unless the system has one already."""
         # Runs before a resumed run's checkpoint is loaded into the system, model_ema.* entries included.
         # Module.__getstate__ leaves compiled wrappers out, so the copy of a compiled model runs eagerly.
         if not hasattr(pl_module, "model_ema"):
@@ -60,6 +61,7 @@ class WeightAverage(pl.Callback):
     @torch.no_grad()
     def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs, batch,
                            batch_idx: int) -> None:
+        """Lightning hook: move ``model_ema`` towards the weights just trained (decay warmed up); copy buffers."""
         t = pl_module.batches_trained - 1  # the batch just trained
         update = get_ema_multi_avg_fn(min(self.decay, (1 + t) / (10 + t)))
         update(list(pl_module.model_ema.parameters()), list(pl_module.model.parameters()), None)
@@ -86,6 +88,7 @@ class NonFiniteGuard(pl.Callback):
 
     def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs, batch,
                            batch_idx: int) -> None:
+        """Lightning hook: count the step if it was skipped (on the device); check every ``NONFINITE_CHECK_EVERY``."""
         step = pl_module.last_step
         counts = self._counts = self._counts.to(step.skipped.device)
         counts[1] = (counts[1] + 1) * step.skipped
@@ -96,6 +99,7 @@ class NonFiniteGuard(pl.Callback):
             self._check(pl_module.batches_trained)
 
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        """Lightning hook: check the counts at every epoch end."""
         self._check(pl_module.batches_trained)
 
     def _check(self, batches: int) -> None:
@@ -110,9 +114,11 @@ class NonFiniteGuard(pl.Callback):
             )
 
     def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict) -> None:
+        """Lightning hook: keep the total count of skipped steps in the checkpoint."""
         checkpoint["nonfinite_steps"] = int(self._counts[0])
 
     def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict) -> None:
+        """Lightning hook: restore the total count; the consecutive count starts again at 0."""
         self._counts = torch.tensor([checkpoint.get("nonfinite_steps", 0), 0])
 
 
@@ -133,6 +139,7 @@ class Previews(pl.Callback):
     @torch.no_grad()
     def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs, batch,
                            batch_idx: int) -> None:
+        """Lightning hook: write the preview grid and the baked textures every ``every_n_batches`` batches."""
         batches = pl_module.batches_trained
         if batches % self.every_n_batches:
             return
@@ -164,6 +171,7 @@ class RandomStates(pl.Callback):
     """
 
     def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict) -> None:
+        """Lightning hook: store the RNG states as plain types, so the checkpoint loads with ``weights_only=True``."""
         name, keys, pos, has_gauss, gauss = np.random.get_state()
         # Plain types only, so the checkpoint loads with torch.load(weights_only=True).
         checkpoint["rng"] = {"torch": torch.get_rng_state(), "python": random.getstate(),
@@ -172,6 +180,7 @@ class RandomStates(pl.Callback):
             checkpoint["rng"]["cuda"] = torch.cuda.get_rng_state_all()
 
     def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict) -> None:
+        """Lightning hook: restore the saved RNG states (CUDA's only where CUDA is available)."""
         rng = checkpoint.get("rng")
         if rng:
             torch.set_rng_state(rng["torch"])

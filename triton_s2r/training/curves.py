@@ -104,16 +104,19 @@ class TrainingCurves(pl.Callback):
         self._frames: list[torch.Tensor] = []
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        """Lightning hook: read the rows an interrupted run wrote (its clock goes on) and start the clock."""
         self._rows = read_curves(self.run.curves_path)
         self._offset = self._rows[-1]["wall_s"] if self._rows else 0.0  # a resumed run's clock goes on
         self._start = time.perf_counter()
 
     def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx: int,
                                 dataloader_idx: int = 0) -> None:
+        """Lightning hook: keep the batch's translated frames on the host, for the validation video."""
         if outputs is not None and not trainer.sanity_checking:
             self._frames.append(outputs.detach().float().cpu())
 
     def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        """Lightning hook: record a row of ``val/`` measures, the plot and the video (not after the sanity check)."""
         frames, self._frames = self._frames, []
         if trainer.sanity_checking:
             return

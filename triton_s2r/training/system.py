@@ -156,6 +156,10 @@ class TritonSystem(pl.LightningModule):
     # ------------------------------------------------------------------------------------ setup
 
     def configure_optimizers(self):
+        """Lightning hook: Adam for G (groups ``generator`` and ``texture``) and for D, with StepLR if ``lr_step_size``.
+
+        The texture's rate is ``lr * texture_lr_factor``.
+        """
         h = self.hparams
         texture = list(self.model.texture.parameters())
         generators = [*self.model.generator_sim.parameters(), *self.model.generator_real.parameters()]
@@ -180,6 +184,7 @@ class TritonSystem(pl.LightningModule):
         return [*average, NonFiniteGuard(h.max_nonfinite_steps), Previews(h.preview_every_n_batches), RandomStates()]
 
     def setup(self, stage: str) -> None:
+        """Lightning hook: find the background labels of ``val/psnr_masked`` and any scene to render in the loop."""
         datamodule = getattr(self.trainer, "datamodule", None)
         labels = getattr(datamodule, "labels", None)
         # val/psnr_masked scores objects and robot, as eval's psnr_masked: the table is background.
@@ -257,6 +262,7 @@ class TritonSystem(pl.LightningModule):
         self.last_step = StepResult(forward=out, losses=losses, skipped=skipped_d | skipped_g)
 
     def on_train_batch_end(self, outputs, batch, batch_idx: int) -> None:
+        """Lightning hook: drop the step's result once the callbacks have read it."""
         self.last_step = None  # the callbacks (called before this hook) have read it; free the batch's tensors
 
     def _discriminator_phase(self, out: Forward, optimizer) -> tuple[Tensor, Tensor]:
@@ -399,4 +405,5 @@ class TritonSystem(pl.LightningModule):
         return [] if schedulers is None else list(schedulers) if isinstance(schedulers, list) else [schedulers]
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
+        """Lightning hook: restore the batch count from the checkpoint's ``batches_done`` buffer."""
         self.batches_trained = int(checkpoint["state_dict"]["batches_done"])  # RNG states: RandomStates
