@@ -151,7 +151,7 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     required argument).
     """
 
-    def _get_help_string(self, action: argparse.Action) -> str:
+    def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
         if "default" in text or action.required or action.default in (None, False, argparse.SUPPRESS):
             return text

@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import hydra
 import pytorch_lightning as pl
@@ -131,7 +132,7 @@ def build_system(cfg: DictConfig):
     The settings are the ``loss`` group, and ℓUC's clips from ``data.sim_clip_frames`` (the clips the batches come
     in).
     """
-    losses = LossSettings(**OmegaConf.to_container(cfg.loss, resolve=True),
+    losses = LossSettings(**cast(dict[str, Any], OmegaConf.to_container(cfg.loss, resolve=True)),  # cfg.loss: a mapping
                           sim_clip_frames=cfg.data.get("sim_clip_frames", 1))
     # _partial_: LossSettings goes in as it is (Hydra would turn it into a mapping); _convert_: plain containers
     # in hyperparameters, so checkpoints load with weights_only.
@@ -141,14 +142,15 @@ def build_system(cfg: DictConfig):
                   discriminator_real=build_model(cfg.model.discriminator_real, "model.discriminator_real"))
 
 
-def checkpoint_callbacks(run: RunDir, keep: int, validation: bool) -> list[ModelCheckpoint]:
+def checkpoint_callbacks(run: RunDir, keep: int, validation: bool) -> list[pl.Callback]:
     """``last.ckpt`` and the newest ``keep`` numbered epochs, plus ``best.ckpt`` (best ``val/psnr``) with validation.
 
     A file of the same name is replaced, never versioned (``-v1``).
     """
-    callbacks = [ModelCheckpoint(dirpath=run.checkpoint_dir, filename=EPOCH_PATTERN, auto_insert_metric_name=False,
-                                 save_last=True, save_top_k=keep, monitor="epoch", mode="max", every_n_epochs=1,
-                                 save_on_train_epoch_end=True, enable_version_counter=False)]
+    callbacks: list[pl.Callback] = [
+        ModelCheckpoint(dirpath=run.checkpoint_dir, filename=EPOCH_PATTERN, auto_insert_metric_name=False,
+                        save_last=True, save_top_k=keep, monitor="epoch", mode="max", every_n_epochs=1,
+                        save_on_train_epoch_end=True, enable_version_counter=False)]
     if validation:
         callbacks.append(ModelCheckpoint(dirpath=run.checkpoint_dir, filename=Path(BEST).stem, monitor="val/psnr",
                                          mode="max", save_top_k=1, auto_insert_metric_name=False,

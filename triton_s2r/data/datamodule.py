@@ -259,11 +259,13 @@ class TritonDataModule(pl.LightningDataModule):
             if self.sim_source == "render":
                 return UnpairedDataset(self.dataset.splits["train_sim"]["frames"], real)
             return UnpairedDataset(self.dataset.uvl_frames("train_sim"), real)
+        assert self.sim_dir is not None and self.real_dir is not None  # without root, __init__ requires both
         photos = Photos(self.real_dir, min_short_side=self.photo_min_short_side,
                         max_short_side=self.photo_max_short_side)
         return UnpairedDataset(UVLFrames(self.sim_dir, self.labels), photos)
 
     def _paired(self, split: str, limit: int | None = None) -> PairedDataset:
+        assert self.dataset is not None  # called for paired training or validation, both on a benchmark dataset
         if not self.dataset.is_paired(split):
             raise ValueError(
                 f"{self.dataset.root}: split {split!r} has no paired UVL and real frames; datasets built before "
@@ -293,6 +295,7 @@ class TritonDataModule(pl.LightningDataModule):
                                  "does): each rank draws its own batches")
             rank, world_size = self.trainer.global_rank, self.trainer.world_size
         if self.sim_clip_frames > 1 and not self.paired:
+            assert isinstance(dataset, UnpairedDataset)  # not paired
             sampler = ClipSampler(dataset.num_sim, len(dataset.real), self.sim_clip_frames, num_samples, self.seed,
                                   rank, world_size)
         else:
@@ -309,6 +312,7 @@ class TritonDataModule(pl.LightningDataModule):
         """The sequence split whose first ``val_sequence_frames`` frames are validated, or None."""
         if not self.has_validation() or self.val_sequence_frames < 2:
             return None
+        assert self.dataset is not None  # has_validation() checks it
         return next((split for split in sorted(self.dataset.splits)
                      if split.startswith("sequences/") and self.dataset.is_paired(split)), None)
 

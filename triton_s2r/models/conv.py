@@ -8,9 +8,14 @@ Eager execution keeps PyTorch's own reflection-pad kernels (one launch instead o
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+#: ``nn.Conv2d``'s padding modes.
+PaddingMode = Literal["zeros", "reflect", "replicate", "circular"]
 
 
 def reflect_pad(x: Tensor, padding: tuple[int, int, int, int]) -> Tensor:

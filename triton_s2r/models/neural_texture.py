@@ -86,6 +86,8 @@ class NeuralTexture(nn.Module):
             the hint-only input of ``no_texture``), and they grow from the gradients.
     """
 
+    frequencies: Tensor  # (2, F) buffer, registered in __init__
+
     def __init__(
         self,
         num_labels: int,

@@ -89,6 +89,7 @@ class RasterTexture(nn.Module):
                 level, size=(resolution, resolution), mode="bilinear", align_corners=False
             )
             total = resized if total is None else total + resized
+        assert total is not None  # __init__ makes at least one level
         return total
 
     def extra_repr(self) -> str:

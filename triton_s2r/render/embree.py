@@ -15,9 +15,10 @@ import os
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 
+# Not `from embreex import rtcore_scene`: the type checker would read it through embreex.__getattr__ (a str).
+import embreex.rtcore_scene as rtcore_scene
 import numpy as np
 import torch
-from embreex import rtcore_scene
 from embreex.mesh_construction import TriangleMesh
 
 from triton_s2r.render.camera import Camera

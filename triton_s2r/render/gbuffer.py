@@ -61,12 +61,14 @@ class GBuffer:
 
     def to(self, device: torch.device | str) -> GBuffer:
         """This G-buffer with every tensor on ``device``."""
-        return GBuffer(*(None if t is None else t.to(device) for t in (self.uv, self.label, self.depth, self.face_id)))
+        return GBuffer(self.uv.to(device), self.label.to(device),
+                       *(None if t is None else t.to(device) for t in (self.depth, self.face_id)))
 
     def __getitem__(self, index: int | slice) -> GBuffer:
         """Frames ``index`` of the batch (an int keeps a batch dimension of 1)."""
         index = slice(index, index + 1) if isinstance(index, int) else index
-        return GBuffer(*(None if t is None else t[index] for t in (self.uv, self.label, self.depth, self.face_id)))
+        return GBuffer(self.uv[index], self.label[index],
+                       *(None if t is None else t[index] for t in (self.depth, self.face_id)))
 
     @staticmethod
     def cat(buffers: list[GBuffer]) -> GBuffer:
@@ -75,4 +77,5 @@ class GBuffer:
             ts = [getattr(g, name) for g in buffers]
             return None if any(t is None for t in ts) else torch.cat(ts)
 
-        return GBuffer(join("uv"), join("label"), join("depth"), join("face_id"))
+        return GBuffer(torch.cat([g.uv for g in buffers]), torch.cat([g.label for g in buffers]), join("depth"),
+                       join("face_id"))

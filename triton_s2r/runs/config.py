@@ -162,8 +162,9 @@ def config_diff(saved: DictConfig, new: DictConfig) -> list[str]:
     b = _flat(OmegaConf.to_container(new, resolve=True, throw_on_missing=False))
     for flat in (a, b):
         for key in PATH_KEYS:
-            if isinstance(flat.get(key), str):
-                flat[key] = str(Path(flat[key]).resolve())
+            value = flat.get(key)
+            if isinstance(value, str):
+                flat[key] = str(Path(value).resolve())
     lines = []
     for key in sorted(a.keys() | b.keys()):
         if any(key == skip or key.startswith(f"{skip}.") for skip in NOT_COMPARED):

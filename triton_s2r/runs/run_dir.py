@@ -28,6 +28,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -37,6 +38,9 @@ from torch import Tensor
 
 from triton_s2r.render.scene import LabelTable, Scene, load_scene
 from triton_s2r.utils.files import atomic_savez, atomic_write
+
+if TYPE_CHECKING:
+    from torch.serialization import MAP_LOCATION
 
 CONFIG = "config.yaml"
 DATA = "data.yaml"
@@ -61,7 +65,7 @@ class CheckpointError(RuntimeError):
     """A checkpoint cannot be read or does not fit the run's config; the message names it and the fix."""
 
 
-def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
+def load_checkpoint(path: str | os.PathLike, map_location: MAP_LOCATION = "cpu") -> dict:
     """``torch.load`` a checkpoint with ``weights_only=True``: tensors and plain containers, never code.
 
     Raises:

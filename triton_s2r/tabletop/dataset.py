@@ -27,6 +27,8 @@ from pathlib import Path
 import numpy as np
 import torch
 import trimesh
+import trimesh.exchange.obj
+import trimesh.visual
 import yaml
 from tqdm import tqdm
 
@@ -198,6 +200,7 @@ def make_dataset(
                 if split.real:
                     # Frame ids unique across splits, so every frame gets its own lighting and noise.
                     ids = [split_index * 1_000_000 + i for i in chunk]
+                    assert appearance is not None  # made above, as a split is real
                     images = render_real(scene, state, appearance=appearance, spp=p.spp, seed=seed, frame_ids=ids)
                     for j, i in enumerate(chunk):
                         write_image(real_dir / f"{i:06d}.png", images[j])
