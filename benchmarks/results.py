@@ -149,11 +149,12 @@ def run_row(outcome: Outcome, columns: tuple[str, ...] = COLUMNS) -> str:
 
 def mean_and_spread(values: list[float | None]) -> str:
     """'mean ± sample standard deviation' (just the value for a single run; n/a where a run has none)."""
-    if any(v is None for v in values):
+    present = [v for v in values if v is not None]
+    if len(present) < len(values):
         return "n/a"
-    if len(values) == 1:
-        return f"{values[0]:.4f}"
-    return f"{statistics.fmean(values):.4f} ± {statistics.stdev(values):.4f}"
+    if len(present) == 1:
+        return f"{present[0]:.4f}"
+    return f"{statistics.fmean(present):.4f} ± {statistics.stdev(present):.4f}"
 
 
 def quarter_and_end(curve: list[dict], key: str = "val/psnr") -> tuple[float, float] | None:

@@ -86,6 +86,7 @@ class StepTimer(pl.Callback):
         Args:
             trace: also write the Chrome trace here (``.json.gz`` compresses it).
         """
+        assert self.profiler is not None, "report() needs StepTimer(profile=True)"
         self.profiler.stop()
         if trace:
             self.profiler.export_chrome_trace(trace)
@@ -94,7 +95,7 @@ class StepTimer(pl.Callback):
         device_us = sum(e.self_device_time_total for e in averages
                         if e.device_type.name == "CUDA" and not e.is_user_annotation)
         host_us = sum(e.self_cpu_time_total for e in averages)
-        kernels = sorted((e.time_range.start, e.time_range.end) for e in self.profiler.events()
+        kernels = sorted((e.time_range.start, e.time_range.end) for e in self.profiler.events()  # pyright: ignore[reportOptionalIterable]  # stopped: has events
                          if e.device_type.name == "CUDA" and not e.is_user_annotation)
         busy_us, end = 0.0, float("-inf")
         for start, stop in kernels:  # length of the union of the kernels' intervals
@@ -135,6 +136,7 @@ class SyncFinder(pl.Callback):
 
     def _record(self, message, *args, **kwargs) -> None:
         if "synchronizing" not in str(message):
+            assert self._show is not None  # _record is installed only with the previous showwarning kept
             self._show(message, *args, **kwargs)
             return
         self.stacks["".join(traceback.format_stack(limit=7)[:-2])] += 1
@@ -152,7 +154,7 @@ def step_flops(system, datamodule) -> float:
     with FlopCounterMode(display=False) as counter:
         out = system._forward(*system._inputs(batch))
         terms = system._generator_terms(out)
-        sum(terms.values()).backward()
+        sum(terms.values()).backward()  # pyright: ignore[reportAttributeAccessIssue]  # a Tensor: terms are not empty
     return float(counter.get_total_flops())
 
 
@@ -177,13 +179,15 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
     timer = StepTimer(warmup, profile)
     syncs = SyncFinder(warmup + 1 + PROFILED_STEPS) if profile else None  # after the profiled steps
     strategy = "ddp_find_unused_parameters_true" if devices > 1 else "auto"
-    trainer = pl.Trainer(accelerator="gpu", devices=devices, strategy=strategy, precision=precision, max_epochs=1,
-                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                         callbacks=[timer] + ([syncs] if syncs else []),
+    callbacks: list[pl.Callback] = [timer, *([syncs] if syncs else [])]
+    # precision: one of Lightning's precision names, checked by the Trainer (its type is a Literal).
+    trainer = pl.Trainer(accelerator="gpu", devices=devices, strategy=strategy, precision=precision, max_epochs=1,  # pyright: ignore[reportArgumentType]
+                         logger=False, enable_checkpointing=False, enable_progress_bar=False, callbacks=callbacks,
                          default_root_dir="/tmp/bench_train")
     trainer.fit(system, datamodule=datamodule)
     if profile:
         print(timer.report(trace))
+        assert syncs is not None  # made when profiling
         print("host waits for the GPU (synchronising calls):", syncs.report() or " none")
     step = timer.seconds / timer.steps
     flops = step_flops(system.cuda(), datamodule) if not compile_ and devices == 1 else float("nan")
@@ -228,7 +232,8 @@ def main() -> None:
         # compile only where it matters: the bf16 step
         for compile_ in [c == "on" for c in args.compile] if precision == "bf16-mixed" else [False]:
             try:
-                r = run_variant(args.data, batch, precision, compile_, args.steps, args.warmup, extra=extra)
+                # product's overloads cannot tell the element types apart from argparse's Any lists.
+                r = run_variant(args.data, batch, precision, compile_, args.steps, args.warmup, extra=extra)  # pyright: ignore[reportArgumentType]
             except Exception as exc:  # one failing variant (e.g. out of memory) must not lose the others
                 rows.append(f"| {name} | {batch} | {precision} | {compile_} | failed: {type(exc).__name__} "
                             "| | | | | |")
