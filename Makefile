@@ -5,10 +5,11 @@ demo:
 	@scripts/bootstrap.sh
 	.venv/bin/triton-s2r demo
 
-# Default tier: fast CPU tests (slow and GPU tiers are opt-in below).
+# Default tier: lint, type check, fast CPU tests (slow and GPU tiers are opt-in below).
 test:
 	@scripts/bootstrap.sh
 	.venv/bin/ruff check .
+	.venv/bin/basedpyright
 	.venv/bin/python -m pytest -m "not slow and not gpu"
 
 test-slow:
@@ -22,6 +23,7 @@ test-gpu:
 lint:
 	@scripts/bootstrap.sh
 	.venv/bin/ruff check .
+	.venv/bin/basedpyright
 
 bench:
 	@scripts/bootstrap.sh

@@ -108,7 +108,9 @@ def build_case(
 
 def _rss_kib(field: str) -> int:
     status = Path("/proc/self/status").read_text()
-    return int(re.search(rf"^{field}:\s+(\d+) kB", status, re.MULTILINE).group(1))
+    match = re.search(rf"^{field}:\s+(\d+) kB", status, re.MULTILINE)
+    assert match is not None, f"no {field} in /proc/self/status"
+    return int(match.group(1))
 
 
 def run_worker(name: str, device_name: str, precision: str, batch: int, size: int, repeats: int) -> dict:

@@ -98,8 +98,10 @@ def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool, pai
 
 def train_and_evaluate(run: Run, data: str, budget_seconds: int, gpu: str | None, threads: int,
                        downstream: bool) -> Outcome:
-    """Train ``run`` (on GPU index ``gpu``, or the CPU when None) with ``threads`` CPU threads, then evaluate it
-    (and train a pose regressor on its translations when ``downstream``)."""
+    """Train ``run`` with ``threads`` CPU threads, then evaluate it.
+
+    It trains on GPU index ``gpu`` (the CPU when None), and a pose regressor on its translations when ``downstream``.
+    """
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), **({"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {}))
     trained = run.run_dir / "train_seconds.txt"  # written when training ends: a rerun skips finished steps
     if not trained.is_file():
@@ -147,11 +149,12 @@ def run_row(outcome: Outcome, columns: tuple[str, ...] = COLUMNS) -> str:
 
 def mean_and_spread(values: list[float | None]) -> str:
     """'mean ± sample standard deviation' (just the value for a single run; n/a where a run has none)."""
-    if any(v is None for v in values):
+    present = [v for v in values if v is not None]
+    if len(present) < len(values):
         return "n/a"
-    if len(values) == 1:
-        return f"{values[0]:.4f}"
-    return f"{statistics.fmean(values):.4f} ± {statistics.stdev(values):.4f}"
+    if len(present) == 1:
+        return f"{present[0]:.4f}"
+    return f"{statistics.fmean(present):.4f} ± {statistics.stdev(present):.4f}"
 
 
 def quarter_and_end(curve: list[dict], key: str = "val/psnr") -> tuple[float, float] | None:

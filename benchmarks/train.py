@@ -37,8 +37,11 @@ PROFILED_STEPS = 5
 
 
 class StepTimer(pl.Callback):
-    """Throughput of the training batches after ``warmup``: one synchronisation before the first timed batch
-    and one after the last, so consecutive steps overlap as they do in a real run; optionally profiled."""
+    """Throughput of the training batches after ``warmup``, optionally profiled.
+
+    One synchronisation before the first timed batch and one after the last, so consecutive steps overlap as they
+    do in a real run.
+    """
 
     def __init__(self, warmup: int, profile: bool = False) -> None:
         self.warmup, self.seconds, self.steps, self._t0, self.peak_bytes = warmup, 0.0, 0, 0.0, 0
@@ -79,12 +82,15 @@ class StepTimer(pl.Callback):
         self.peak_bytes = torch.cuda.max_memory_reserved()
 
     def report(self, trace: str | None = None) -> str:
-        """Tables of the profiled steps, then per step: GPU kernel time, the time the GPU was busy at all, and
-        the wall time of the profiled window (busy well below wall: the host or synchronisations bound the step).
+        """Tables of the profiled steps, then per step: GPU kernel time, GPU busy time and wall time.
+
+        The busy time is the time the GPU was busy at all, the wall time that of the profiled window; busy well below
+        wall means the host or synchronisations bound the step.
 
         Args:
             trace: also write the Chrome trace here (``.json.gz`` compresses it).
         """
+        assert self.profiler is not None, "report() needs StepTimer(profile=True)"
         self.profiler.stop()
         if trace:
             self.profiler.export_chrome_trace(trace)
@@ -93,7 +99,7 @@ class StepTimer(pl.Callback):
         device_us = sum(e.self_device_time_total for e in averages
                         if e.device_type.name == "CUDA" and not e.is_user_annotation)
         host_us = sum(e.self_cpu_time_total for e in averages)
-        kernels = sorted((e.time_range.start, e.time_range.end) for e in self.profiler.events()
+        kernels = sorted((e.time_range.start, e.time_range.end) for e in self.profiler.events()  # pyright: ignore[reportOptionalIterable]  # stopped: has events
                          if e.device_type.name == "CUDA" and not e.is_user_annotation)
         busy_us, end = 0.0, float("-inf")
         for start, stop in kernels:  # length of the union of the kernels' intervals
@@ -108,8 +114,10 @@ class StepTimer(pl.Callback):
 
 
 class SyncFinder(pl.Callback):
-    """Python stacks of the calls that make the host wait for the GPU (``torch.cuda.set_sync_debug_mode``),
-    counted over ``steps`` batches after ``warmup``: each such wait keeps the host from queueing work ahead."""
+    """Python stacks of the calls that make the host wait for the GPU, counted over ``steps`` batches after ``warmup``.
+
+    Found with ``torch.cuda.set_sync_debug_mode``: each such wait keeps the host from queueing work ahead.
+    """
 
     def __init__(self, warmup: int, steps: int = 3) -> None:
         self.warmup, self.steps, self.stacks, self._show = warmup, steps, collections.Counter(), None
@@ -132,6 +140,7 @@ class SyncFinder(pl.Callback):
 
     def _record(self, message, *args, **kwargs) -> None:
         if "synchronizing" not in str(message):
+            assert self._show is not None  # _record is installed only with the previous showwarning kept
             self._show(message, *args, **kwargs)
             return
         self.stacks["".join(traceback.format_stack(limit=7)[:-2])] += 1
@@ -149,14 +158,17 @@ def step_flops(system, datamodule) -> float:
     with FlopCounterMode(display=False) as counter:
         out = system._forward(*system._inputs(batch))
         terms = system._generator_terms(out)
-        sum(terms.values()).backward()
+        sum(terms.values()).backward()  # pyright: ignore[reportAttributeAccessIssue]  # a Tensor: terms are not empty
     return float(counter.get_total_flops())
 
 
 def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: int, warmup: int,
                 profile: bool = False, extra: tuple[str, ...] = (), devices: int = 1, trace: str | None = None) -> dict:
-    """Time one configuration; ``extra``: Hydra overrides added last; ``profile``: print where its time goes
-    (and write the Chrome trace to ``trace``)."""
+    """Time one configuration.
+
+    ``extra``: Hydra overrides added last; ``profile``: print where its time goes (and write the Chrome trace to
+    ``trace``).
+    """
     overrides = [
         "experiment=paper", f"data.root={data}", "data.build_preset=null", f"data.batch_size={batch}",
         f"data.steps_per_epoch={(steps + warmup) * devices}", "data.num_workers=4", f"trainer.precision={precision}",
@@ -171,13 +183,15 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
     timer = StepTimer(warmup, profile)
     syncs = SyncFinder(warmup + 1 + PROFILED_STEPS) if profile else None  # after the profiled steps
     strategy = "ddp_find_unused_parameters_true" if devices > 1 else "auto"
-    trainer = pl.Trainer(accelerator="gpu", devices=devices, strategy=strategy, precision=precision, max_epochs=1,
-                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                         callbacks=[timer] + ([syncs] if syncs else []),
+    callbacks: list[pl.Callback] = [timer, *([syncs] if syncs else [])]
+    # precision: one of Lightning's precision names, checked by the Trainer (its type is a Literal).
+    trainer = pl.Trainer(accelerator="gpu", devices=devices, strategy=strategy, precision=precision, max_epochs=1,  # pyright: ignore[reportArgumentType]
+                         logger=False, enable_checkpointing=False, enable_progress_bar=False, callbacks=callbacks,
                          default_root_dir="/tmp/bench_train")
     trainer.fit(system, datamodule=datamodule)
     if profile:
         print(timer.report(trace))
+        assert syncs is not None  # made when profiling
         print("host waits for the GPU (synchronising calls):", syncs.report() or " none")
     step = timer.seconds / timer.steps
     flops = step_flops(system.cuda(), datamodule) if not compile_ and devices == 1 else float("nan")
@@ -227,7 +241,8 @@ def main() -> None:
         # compile only where it matters: the bf16 step
         for compile_ in [c == "on" for c in args.compile] if precision == "bf16-mixed" else [False]:
             try:
-                r = run_variant(args.data, batch, precision, compile_, args.steps, args.warmup, extra=extra)
+                # product's overloads cannot tell the element types apart from argparse's Any lists.
+                r = run_variant(args.data, batch, precision, compile_, args.steps, args.warmup, extra=extra)  # pyright: ignore[reportArgumentType]
             except Exception as exc:  # one failing variant (e.g. out of memory) must not lose the others
                 rows.append(f"| {name} | {batch} | {precision} | {compile_} | failed: {type(exc).__name__} "
                             "| | | | | | |")

@@ -39,8 +39,10 @@ ALBEDO_SIZE = 64
 
 
 def cluster_vertices(v_pos: np.ndarray, faces: np.ndarray, cell: float) -> tuple[np.ndarray, np.ndarray]:
-    """Simplify a triangle mesh by merging the vertices of each grid cell (their mean) and dropping the
-    triangles that collapse; good enough for a 32 px test frame."""
+    """Simplify a triangle mesh by merging the vertices of each grid cell into their mean.
+
+    The triangles that collapse are dropped; good enough for a 32 px test frame.
+    """
     keys = np.floor(v_pos / cell).astype(np.int64)
     _, cluster, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
     cluster = cluster.reshape(-1)
@@ -104,7 +106,7 @@ def rerender_uvl(root: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="dataset folder (replaced)")
     out = parser.parse_args(argv).out.resolve()
     sys.path.insert(0, str(ROOT))
@@ -127,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     rerender_uvl(out)
     for path in sorted((out / "hidden" / "albedo").glob("*.png")):
         image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+        assert image is not None, f"unreadable {path}"  # make_dataset wrote it just above
         cv2.imwrite(str(path), cv2.resize(image, (ALBEDO_SIZE, ALBEDO_SIZE), interpolation=cv2.INTER_AREA))
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     print(f"wrote {out} ({size / 1024:.0f} KB)")

@@ -30,8 +30,10 @@ class _Record(pl.Callback):
 
 
 def train_and_check(data: str, out: Path, *overrides: str) -> None:
-    """Run this script; each rank's own sampler dealt whole pairs, the two ranks different ones, and both
-    trained 4 batches."""
+    """Run this script, then check that each rank's own sampler dealt whole pairs.
+
+    The two ranks drew different ones, and both trained 4 batches.
+    """
     run = subprocess.run([sys.executable, __file__, data, str(out), *overrides], capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]

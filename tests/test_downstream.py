@@ -1,5 +1,7 @@
-"""`triton-s2r downstream` on the committed tiny dataset and the session's tiny run: keys, determinism, sources, and
-the real/sim gap. Frame counts come from the dataset's manifest."""
+"""`triton-s2r downstream` on the committed tiny dataset and the session's tiny run.
+
+Keys, determinism, sources, and the real/sim gap. Frame counts come from the dataset's manifest.
+"""
 
 from __future__ import annotations
 

@@ -163,9 +163,11 @@ def test_datasets_without_hidden_textures_report_null(run_dir, data_root, tmp_pa
 
 
 def test_hidden_albedo_is_where_the_uvs_say(data_root) -> None:
-    """Projected through the test G-buffers, the stored albedo looks like the real frames; with u and v swapped
-    (a layout mistake) it does not. Within each label (its mean colour taken out, which a swap keeps) the layout
-    alone decides."""
+    """Projected through the test G-buffers, the stored albedo looks like the real frames; with u and v swapped not.
+
+    A u/v swap is a layout mistake. Within each label (its mean colour taken out, which a swap keeps) the layout
+    alone decides.
+    """
     dataset = BenchmarkDataset.open(data_root)
     hidden = read_hidden_albedo(dataset, 128)
     frames = dataset.uvl_frames("test")

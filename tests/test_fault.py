@@ -1,5 +1,7 @@
-"""Fault test (slow tier): training killed with SIGKILL at random moments, rerun each time with the same
-command, ends with the weights of a run that was never interrupted."""
+"""Fault test (slow tier): training killed with SIGKILL at random moments still ends as if never interrupted.
+
+Rerun each time with the same command, it ends with the weights of a run that was never interrupted.
+"""
 
 from __future__ import annotations
 

@@ -80,8 +80,11 @@ def test_rerun_with_other_settings_is_refused_naming_the_keys(finished, data_roo
 
 
 def test_a_run_saved_before_the_classes_moved_continues_and_translates(finished, data_root, tmp_path, capfd) -> None:
-    """Runs saved before the sub-packages name ``triton_s2r.system.TritonSystem`` and the like, and hold
-    ``system.surface_consistency_clip_frames`` (retired since: ℓUC takes data.sim_clip_frames)."""
+    """Runs saved before the sub-packages, with old class paths and a retired key, continue and translate.
+
+    Such runs name ``triton_s2r.system.TritonSystem`` and the like, and hold
+    ``system.surface_consistency_clip_frames`` (retired since: ℓUC takes data.sim_clip_frames).
+    """
     run = copy_of(finished, tmp_path / "old")
     config = run.config_path.read_text()
     old = config.replace("triton_s2r.training.system.TritonSystem", "triton_s2r.system.TritonSystem").replace(
@@ -119,8 +122,10 @@ def test_old_target_paths_are_read_as_todays(tmp_path) -> None:
 
 
 def test_a_retired_key_is_dropped_where_it_followed_its_key(tmp_path) -> None:
-    """Saved with the key they always copied, old runs compare equal to today's; a value of its own stays, so
-    continuing that run with today's settings is refused naming it."""
+    """Saved with the key they always copied, old runs compare equal to today's.
+
+    A value of its own stays, so continuing that run with today's settings is refused naming it.
+    """
     path = tmp_path / "config.yaml"
     today = load_config_of(path, {"data": {"sim_clip_frames": 2}, "system": {"lr": 1e-4}})
     followed = load_config_of(path, {"data": {"sim_clip_frames": 2},

@@ -162,8 +162,11 @@ def test_clip_sampler_yields_whole_clips_in_order() -> None:
 
 
 def test_samplers_under_ddp_draw_each_rank_its_own_share() -> None:
-    """Each rank draws its own whole clips (its share of the epoch, rounded up to whole clips), different
-    from the other ranks'; rank 0 of one process draws what a single process draws."""
+    """Each rank draws its own whole clips, different from the other ranks'.
+
+    A rank's share of the epoch is rounded up to whole clips; rank 0 of one process draws what a single process
+    draws.
+    """
     streams = []
     for rank in range(3):
         sim = [k // 3 for k in ClipSampler(num_sim=40, num_real=3, sim_clip_frames=2, num_samples=24, seed=0,
@@ -178,11 +181,13 @@ def test_samplers_under_ddp_draw_each_rank_its_own_share() -> None:
 
 @pytest.mark.slow
 def test_ddp_ranks_draw_their_own_whole_clips_on_cpu(data_root, tmp_path) -> None:
-    """trainer=ddp (two gloo processes on the CPU) with the default pairs: each rank's own ClipSampler deals
-    whole clips, the ranks different ones (Lightning's distributed wrapper, which shuffles indices across
-    ranks, is off). The GPU tier runs the same on two GPUs. Slow tier; the default tier checks the samplers
+    """trainer=ddp on two gloo CPU processes: each rank's own ClipSampler deals whole clips, the ranks different ones.
+
+    This is with the default pairs; Lightning's distributed wrapper, which shuffles indices across ranks, is off. The
+    GPU tier runs the same on two GPUs. Slow tier; the default tier checks the samplers
     (test_samplers_under_ddp_draw_each_rank_its_own_share) and the data module under a two-rank trainer
-    (test_tiny_run_with_sim_clips_and_its_errors)."""
+    (test_tiny_run_with_sim_clips_and_its_errors).
+    """
     import ddp_clips_run
 
     ddp_clips_run.train_and_check(str(data_root), tmp_path, "trainer.accelerator=cpu", "trainer.precision=32",
@@ -214,10 +219,13 @@ def test_tiny_run_with_sim_clips_and_its_errors(run_dir, data_root, manifest, tm
 
 
 def test_resume_continues_exactly_and_the_curves_go_on(data_root, tmp_path) -> None:
-    """The default tier's resume check, on one-batch epochs: 1 + 1 batches after ``resume=`` equal 2 in one go
-    (weights, optimiser moments, weight average; the resolution schedule steps up at the resume), and curves.csv
-    gets a row per validation, the resumed run appending with its clock going on. The slow tier repeats both on
-    whole tiny epochs (test_resume_continues_exactly, test_curves_record_every_validation_and_continue_on_resume)."""
+    """The default tier's resume check, on one-batch epochs.
+
+    1 + 1 batches after ``resume=`` equal 2 in one go (weights, optimiser moments, weight average; the resolution
+    schedule steps up at the resume), and curves.csv gets a row per validation, the resumed run appending with its
+    clock going on. The slow tier repeats both on whole tiny epochs (test_resume_continues_exactly,
+    test_curves_record_every_validation_and_continue_on_resume).
+    """
     from triton_s2r.runs.run_dir import load_model_weights
     from triton_s2r.training.curves import read_curves
 
@@ -244,8 +252,11 @@ def test_resume_continues_exactly_and_the_curves_go_on(data_root, tmp_path) -> N
 
 @pytest.mark.slow
 def test_curves_record_every_validation_and_continue_on_resume(data_root, tmp_path) -> None:
-    """curves.csv gets a row per validation (batch, wall time, every val/ measure), the plot and the validation
-    video are written, and a resumed run appends to the same file with its clock going on."""
+    """curves.csv gets a row per validation, the plot and the validation video are written, and a resume appends.
+
+    A row holds the batch, the wall time and every val/ measure; a resumed run appends to the same file with its
+    clock going on.
+    """
     from PIL import Image
 
     from triton_s2r.training.curves import read_curves

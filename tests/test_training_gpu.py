@@ -43,8 +43,10 @@ def test_bf16_training_on_gpu(data: str, tmp_path, sim_source: str) -> None:
 
 @pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
 def test_compiled_step_trains_on_gpu(data: str, tmp_path, mode: str) -> None:
-    """system.compile=true compiles each network, the texture and the losses on their own (with CUDA graphs
-    in "reduce-overhead" mode); the run still trains."""
+    """system.compile=true compiles each network, the texture and the losses on their own; the run still trains.
+
+    The compiled functions use CUDA graphs ("reduce-overhead" mode).
+    """
     run_dir = tmp_path / "compiled"
     assert main(["train", "experiment=tiny", "trainer=gpu", "render=nvdiffrast", "logger=csv",
                  "trainer.enable_progress_bar=false", f"data.root={data}", "data.build_preset=null",
@@ -69,9 +71,11 @@ class _FailOnSync(pl.Callback):
 
 
 def test_training_step_never_waits_for_the_gpu(data: str, tmp_path, monkeypatch) -> None:
-    """Rendering in the loop, both optimiser steps, the weight average, the non-finite counts and the per-step
-    logging queue their GPU work without waiting for it (nvdiffrast's rasterizer waits for its own stream,
-    outside PyTorch)."""
+    """A training step queues its GPU work without waiting for it.
+
+    That covers rendering in the loop, both optimiser steps, the weight average, the non-finite counts and the
+    per-step logging (nvdiffrast's rasterizer waits for its own stream, outside PyTorch).
+    """
     with initialize_config_module("triton_s2r.conf", version_base="1.3"):
         cfg = compose("train", overrides=[
             "experiment=tiny", "trainer=gpu", "render=nvdiffrast", f"data.root={data}", "data.build_preset=null",

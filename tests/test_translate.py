@@ -54,8 +54,11 @@ def read_pngs(folder: Path) -> list[np.ndarray]:
 
 
 def test_demo_reuses_a_finished_dataset_and_run(data_root, run_dir, tmp_path, capsys) -> None:
-    """The demo over a finished benchmark and run (the committed dataset, the session run) only translates the
-    first sequence and evaluates; the slow tier runs the whole demo from scratch."""
+    """The demo over a finished benchmark and run only translates the first sequence and evaluates.
+
+    The benchmark and run are the committed dataset and the session run; the slow tier runs the whole demo from
+    scratch.
+    """
     out = tmp_path / "out"
     (out / "data").mkdir(parents=True)
     (out / "data" / "tiny").symlink_to(data_root)

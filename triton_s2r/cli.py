@@ -123,7 +123,7 @@ def _render_sim(args: argparse.Namespace) -> int:
 
 
 def _resolution(text: str) -> tuple[int, int]:
-    """argparse type of render-sim's --resolution: N (square) or HxW."""
+    """Parse render-sim's --resolution (an argparse type): N (square) or HxW."""
     try:
         h, _, w = text.partition("x")
         size = (int(h), int(w or h))
@@ -145,10 +145,13 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Appends ``(default: X)`` only where the help does not already speak of the default and there is one to
-    show (not None, False or a required argument)."""
+    """Help formatter that appends ``(default: X)`` only where that adds something.
 
-    def _get_help_string(self, action: argparse.Action) -> str:
+    That is where the help does not already speak of the default and there is one to show (not None, False or a
+    required argument).
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
         if "default" in text or action.required or action.default in (None, False, argparse.SUPPRESS):
             return text
@@ -156,7 +159,7 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 def _fps(text: str) -> float:
-    """argparse type of --fps: a positive, finite frame rate (0, negative or nan would leave an empty video)."""
+    """Parse --fps (an argparse type): a positive, finite frame rate (0, negative or nan would leave an empty video)."""
     try:
         fps = float(text)
     except ValueError:
@@ -181,8 +184,11 @@ BACKEND_CHOICES = ["auto", "embree", "nvdiffrast"]  # triton_s2r.render.BACKENDS
 
 def _add_run_arguments(parser: argparse.ArgumentParser, name: str = "run_dir",
                        help: str = "run directory written by `triton-s2r train`", only: str = "") -> None:
-    """The positional ``name``, --checkpoint and --device: how translate, export-textures and eval pick a trained
-    model (``only``: a prefix for the options' help where the positional need not be a run)."""
+    """Add the positional ``name``, --checkpoint and --device: how a command picks a trained model.
+
+    Used by translate, export-textures and eval; ``only`` is a prefix for the options' help where the positional
+    need not be a run.
+    """
     parser.add_argument(name, type=Path, help=help)
     parser.add_argument("--checkpoint", default=None,
                         help=f"{only}checkpoint file or name in RUN_DIR/checkpoints (default: last.ckpt)")
@@ -190,6 +196,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser, name: str = "run_dir",
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``triton-s2r`` argument parser: one subcommand per job, each naming its handler in ``func``."""
     parser = argparse.ArgumentParser(
         prog="triton-s2r",
         description="TRITON sim-to-real translation with neural neural textures for robot manipulation.",
@@ -391,6 +398,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``triton-s2r`` on ``argv`` (default: the command line) and return the exit status.
+
+    ``train`` goes to Hydra untouched; the other commands print a user error (missing file, bad value) as one
+    line and return 2.
+    """
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["train"]:  # Hydra parses its own overrides
         from triton_s2r.train import cli

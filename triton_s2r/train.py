@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import hydra
 import pytorch_lightning as pl
@@ -46,27 +47,35 @@ USER_ERRORS = (ValueError, FileNotFoundError, CheckpointError, NonFiniteLossErro
 
 
 class ProgressBar(TQDMProgressBar):
-    """Lightning's progress bar, refreshed every ``PROGRESS_EVERY`` batches, with the system's last losses
-    (``system.progress``), read from the device only at a refresh."""
+    """Lightning's progress bar with the system's last losses, refreshed every ``PROGRESS_EVERY`` batches.
+
+    The losses (``system.progress``) are read from the device only at a refresh.
+    """
 
     def __init__(self) -> None:
         super().__init__(refresh_rate=PROGRESS_EVERY)
 
     def get_metrics(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> dict:
+        """Lightning's progress-bar metrics plus the system's last losses (read from the device here)."""
         losses = {name: f"{value.item():.3g}" for name, value in getattr(pl_module, "progress", {}).items()}
         return {**super().get_metrics(trainer, pl_module), **losses}
 
 
 class RunCheckpointIO(TorchCheckpointIO):
-    """Checkpoints written to a temporary file and renamed (a killed job never leaves a broken one), and read
-    with ``weights_only=True`` (a checkpoint from elsewhere cannot run code) with errors that name the file."""
+    """Checkpoints written atomically and read safely, with errors that name the file.
+
+    Written to a temporary file and renamed (a killed job never leaves a broken one), and read with
+    ``weights_only=True`` (a checkpoint from elsewhere cannot run code).
+    """
 
     def save_checkpoint(self, checkpoint: dict, path, storage_options=None) -> None:
+        """Save ``checkpoint`` to ``path`` through a temporary file, renamed once complete."""
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(path) as tmp:
             torch.save(checkpoint, tmp)
 
     def load_checkpoint(self, path, map_location=None, weights_only=None) -> dict:
+        """Read ``path`` with ``weights_only=True`` (``runs.run_dir.load_checkpoint``); errors name the file."""
         return load_checkpoint(path, map_location=map_location)
 
 
@@ -118,9 +127,12 @@ def build(cfg: DictConfig):
 
 
 def build_system(cfg: DictConfig):
-    """``cfg.system`` with its networks and its ``LossSettings``: the ``loss`` group, and ℓUC's clips from
-    ``data.sim_clip_frames`` (the clips the batches come in)."""
-    losses = LossSettings(**OmegaConf.to_container(cfg.loss, resolve=True),
+    """``cfg.system`` with its networks and its ``LossSettings``.
+
+    The settings are the ``loss`` group, and ℓUC's clips from ``data.sim_clip_frames`` (the clips the batches come
+    in).
+    """
+    losses = LossSettings(**cast(dict[str, Any], OmegaConf.to_container(cfg.loss, resolve=True)),  # cfg.loss: a mapping
                           sim_clip_frames=cfg.data.get("sim_clip_frames", 1))
     # _partial_: LossSettings goes in as it is (Hydra would turn it into a mapping); _convert_: plain containers
     # in hyperparameters, so checkpoints load with weights_only.
@@ -130,12 +142,15 @@ def build_system(cfg: DictConfig):
                   discriminator_real=build_model(cfg.model.discriminator_real, "model.discriminator_real"))
 
 
-def checkpoint_callbacks(run: RunDir, keep: int, validation: bool) -> list[ModelCheckpoint]:
-    """``last.ckpt`` and the newest ``keep`` numbered epochs, plus ``best.ckpt`` (best ``val/psnr``) when
-    there is validation; a file of the same name is replaced, never versioned (``-v1``)."""
-    callbacks = [ModelCheckpoint(dirpath=run.checkpoint_dir, filename=EPOCH_PATTERN, auto_insert_metric_name=False,
-                                 save_last=True, save_top_k=keep, monitor="epoch", mode="max", every_n_epochs=1,
-                                 save_on_train_epoch_end=True, enable_version_counter=False)]
+def checkpoint_callbacks(run: RunDir, keep: int, validation: bool) -> list[pl.Callback]:
+    """``last.ckpt`` and the newest ``keep`` numbered epochs, plus ``best.ckpt`` (best ``val/psnr``) with validation.
+
+    A file of the same name is replaced, never versioned (``-v1``).
+    """
+    callbacks: list[pl.Callback] = [
+        ModelCheckpoint(dirpath=run.checkpoint_dir, filename=EPOCH_PATTERN, auto_insert_metric_name=False,
+                        save_last=True, save_top_k=keep, monitor="epoch", mode="max", every_n_epochs=1,
+                        save_on_train_epoch_end=True, enable_version_counter=False)]
     if validation:
         callbacks.append(ModelCheckpoint(dirpath=run.checkpoint_dir, filename=Path(BEST).stem, monitor="val/psnr",
                                          mode="max", save_top_k=1, auto_insert_metric_name=False,
@@ -206,6 +221,10 @@ def train(cfg: DictConfig) -> Path:
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def main(cfg: DictConfig) -> None:
+    """``triton-s2r train``: train with the composed Hydra config.
+
+    User errors (bad config values, missing data) print one line and exit with status 2.
+    """
     try:
         train(cfg)
     except Exception as exc:

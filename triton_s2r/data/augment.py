@@ -19,6 +19,11 @@ def resize_shorter_side(height: int, width: int, short: int) -> tuple[int, int]:
 
 
 def random_crop_offsets(height: int, width: int, crop: int, generator: torch.Generator | None) -> tuple[int, int]:
+    """Draw the top-left corner (top, left) of a ``crop`` x ``crop`` window inside a ``height`` x ``width`` image.
+
+    Raises:
+        ValueError: the image is smaller than the crop.
+    """
     if height < crop or width < crop:
         raise ValueError(f"cannot crop {crop}x{crop} from a {height}x{width} image; lower the crop size")
     top = int(torch.randint(0, height - crop + 1, (1,), generator=generator))
@@ -50,9 +55,11 @@ def augment_sim(uv: Tensor, label: Tensor, short_side: int, crop: int,
     """Resize (nearest) and crop a G-buffer batch, one random crop per image.
 
     Args:
-        uv: (B, 2, H, W) float; label: (B, H, W) int64.
+        uv: (B, 2, H, W) float UVs in [0, 1].
+        label: (B, H, W) int64 label ids.
         short_side: target of the shorter side before cropping.
         crop: square crop size.
+        generator: random stream of the crop offsets (None: torch's global one).
 
     Returns:
         (B, 2, crop, crop) UVs and (B, crop, crop) labels.
@@ -73,7 +80,12 @@ def augment_paired(uv: Tensor, label: Tensor, images: Tensor, short_side: int, c
     """``augment_sim`` and ``augment_real`` with one resize and one crop per pair, so the pairs stay aligned.
 
     Args:
-        uv: (B, 2, H, W); label: (B, H, W); images: (B, 3, H, W), the photos of the same frames.
+        uv: (B, 2, H, W) float UVs in [0, 1].
+        label: (B, H, W) int64 label ids.
+        images: (B, 3, H, W) float, the photos of the same frames.
+        short_side: target of the shorter side before cropping.
+        crop: square crop size.
+        generator: random stream of the crop offsets (None: torch's global one).
 
     Returns:
         (B, 2, crop, crop) UVs, (B, crop, crop) labels and (B, 3, crop, crop) photos.

@@ -38,7 +38,8 @@ class EpochSampler(Sampler[int]):
         self.population, self.seed, self.rank, self.epoch = population, seed, rank, 0
         self.num_samples = -(-num_samples // world_size)
 
-    def set_epoch(self, epoch: int) -> None:  # called by Lightning before each epoch
+    def set_epoch(self, epoch: int) -> None:
+        """Reseed for ``epoch``; Lightning calls it before each epoch."""
         self.epoch = epoch
 
     def __len__(self) -> int:
@@ -52,12 +53,11 @@ class EpochSampler(Sampler[int]):
 
 
 class ClipSampler(EpochSampler):
-    """Like ``EpochSampler`` for an ``UnpairedDataset`` whose sim frames come in clips of ``sim_clip_frames``
-    (``data.sim_clip_frames``).
+    """Like ``EpochSampler`` for an ``UnpairedDataset`` whose sim frames come in clips of ``sim_clip_frames``.
 
-    Each clip is drawn uniformly, its frames in order, each paired with a photo drawn uniformly; a batch whose
-    size is a multiple of ``sim_clip_frames`` then holds whole clips. Sim frames past the last whole clip are
-    never drawn. Each rank's count is rounded up to whole clips.
+    The clip length is ``data.sim_clip_frames``. Each clip is drawn uniformly, its frames in order, each paired with
+    a photo drawn uniformly; a batch whose size is a multiple of ``sim_clip_frames`` then holds whole clips. Sim
+    frames past the last whole clip are never drawn. Each rank's count is rounded up to whole clips.
     """
 
     def __init__(self, num_sim: int, num_real: int, sim_clip_frames: int, num_samples: int, seed: int,
@@ -197,8 +197,10 @@ class TritonDataModule(pl.LightningDataModule):
         self.dataset: BenchmarkDataset | None = None
 
     def prepare_data(self) -> None:
-        """Build the benchmark preset at ``root`` if it holds no dataset yet (rank 0 only), in clips of
-        ``sim_clip_frames``."""
+        """Build the benchmark preset at ``root`` if it holds no dataset yet (rank 0 only).
+
+        The preset is built in clips of ``sim_clip_frames``.
+        """
         if self.root is not None and not (Path(self.root) / "dataset.yaml").is_file() and self.build_preset:
             if self.builder is None:
                 raise ValueError(f"data.root={self.root} holds no dataset and data.build_preset={self.build_preset} "
@@ -207,6 +209,7 @@ class TritonDataModule(pl.LightningDataModule):
             self.builder(self.root, preset=self.build_preset, seed=self.seed, sim_clip_frames=self.sim_clip_frames)
 
     def setup(self, stage: str | None = None) -> None:
+        """Lightning hook: open the dataset at ``root`` (if any); check its clips against ``sim_clip_frames``."""
         if self.root is not None:
             self.dataset = BenchmarkDataset.open(self.root)
             # The manifest keeps its own name for the clips of train_sim (sim_clip_frames; docs/training.md).
@@ -219,8 +222,12 @@ class TritonDataModule(pl.LightningDataModule):
                 )
 
     def training_data(self) -> tuple[LabelTable, tuple[int, int] | None, Path | None, Tensor | None]:
-        """What a run keeps of its data for inference (``RunDir.save_training_data``): the label table, the
-        frame size, the scene file and one frame's (N, 4, 4) object poses (None for plain folders)."""
+        """What a run keeps of its data for inference (``RunDir.save_training_data``).
+
+        Returns:
+            The label table, the frame size, the scene file and one frame's (N, 4, 4) object poses (the last three
+            None for plain folders).
+        """
         if self.dataset is None:
             return self.labels, None, None, None
         split = "test" if "test" in self.dataset.splits else "train_sim"
@@ -229,6 +236,7 @@ class TritonDataModule(pl.LightningDataModule):
 
     @property
     def labels(self) -> LabelTable:
+        """The label table: the dataset's, or the one given as ``labels`` for plain folders."""
         if self.dataset is not None:
             return self.dataset.labels
         return LabelTable.from_dict(self.label_spec or {})
@@ -240,6 +248,10 @@ class TritonDataModule(pl.LightningDataModule):
         return load_scene(self.dataset.root / self.dataset.manifest["scene"]), self.dataset.states(split)
 
     def train_dataset(self) -> UnpairedDataset | PairedDataset:
+        """The training set before sampling: unpaired sim items and photos, or aligned pairs when ``paired``.
+
+        Sim items are UVL frames, or state indices when ``sim_source`` is ``"render"``.
+        """
         if self.dataset is not None:
             if self.paired:
                 return self._paired("train_real")
@@ -247,11 +259,13 @@ class TritonDataModule(pl.LightningDataModule):
             if self.sim_source == "render":
                 return UnpairedDataset(self.dataset.splits["train_sim"]["frames"], real)
             return UnpairedDataset(self.dataset.uvl_frames("train_sim"), real)
+        assert self.sim_dir is not None and self.real_dir is not None  # without root, __init__ requires both
         photos = Photos(self.real_dir, min_short_side=self.photo_min_short_side,
                         max_short_side=self.photo_max_short_side)
         return UnpairedDataset(UVLFrames(self.sim_dir, self.labels), photos)
 
     def _paired(self, split: str, limit: int | None = None) -> PairedDataset:
+        assert self.dataset is not None  # called for paired training or validation, both on a benchmark dataset
         if not self.dataset.is_paired(split):
             raise ValueError(
                 f"{self.dataset.root}: split {split!r} has no paired UVL and real frames; datasets built before "
@@ -268,6 +282,7 @@ class TritonDataModule(pl.LightningDataModule):
         return batch
 
     def train_dataloader(self) -> DataLoader:
+        """Lightning hook: batches drawn by ``EpochSampler`` (``ClipSampler`` for sim clips), a share per rank."""
         dataset = self.train_dataset()
         num_samples = self.steps_per_epoch * self.batch_size
         rank, world_size = 0, 1
@@ -280,6 +295,7 @@ class TritonDataModule(pl.LightningDataModule):
                                  "does): each rank draws its own batches")
             rank, world_size = self.trainer.global_rank, self.trainer.world_size
         if self.sim_clip_frames > 1 and not self.paired:
+            assert isinstance(dataset, UnpairedDataset)  # not paired
             sampler = ClipSampler(dataset.num_sim, len(dataset.real), self.sim_clip_frames, num_samples, self.seed,
                                   rank, world_size)
         else:
@@ -296,6 +312,7 @@ class TritonDataModule(pl.LightningDataModule):
         """The sequence split whose first ``val_sequence_frames`` frames are validated, or None."""
         if not self.has_validation() or self.val_sequence_frames < 2:
             return None
+        assert self.dataset is not None  # has_validation() checks it
         return next((split for split in sorted(self.dataset.splits)
                      if split.startswith("sequences/") and self.dataset.is_paired(split)), None)
 

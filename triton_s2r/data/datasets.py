@@ -105,7 +105,8 @@ class Photos(Dataset):
         self.max_short_side = _check_side("max_short_side", max_short_side)
         self.size = _one_size(self.folder, self.files)  # (H, W) as stored
         short = min(self.size)
-        if _check_side("min_short_side", min_short_side) is not None and short < min_short_side:
+        min_short_side = _check_side("min_short_side", min_short_side)
+        if min_short_side is not None and short < min_short_side:
             warnings.warn(f"{self.folder}: photos are {self.size[0]}x{self.size[1]} (HxW), shorter side {short} < "
                           f"{min_short_side} needed for training; they will be upsampled (blurred): use larger "
                           "photos or a smaller crop", stacklevel=2)
@@ -163,7 +164,8 @@ def read_photo(path: str | os.PathLike, *, max_short_side: int | None = None) ->
     if not path.is_file():
         raise FileNotFoundError(f"photo not found: {path}")
     flag, target = cv2.IMREAD_UNCHANGED, None
-    if _check_side("max_short_side", max_short_side) is not None:
+    max_short_side = _check_side("max_short_side", max_short_side)
+    if max_short_side is not None:
         height, width = _header_size(path)
         if min(height, width) > max_short_side:
             target = _resized(height, width, max_short_side)
@@ -270,6 +272,7 @@ class BenchmarkDataset:
 
     @property
     def splits(self) -> dict[str, dict]:
+        """Split name -> its manifest entry (``frames``, ``sim``, ``real`` and, for clips, ``clip_frames``)."""
         return self.manifest["splits"]
 
     def is_paired(self, split: str) -> bool:
@@ -295,11 +298,14 @@ class BenchmarkDataset:
                     )
 
     def uvl_frames(self, split: str) -> UVLFrames:
+        """The UVL frames of ``split``, at the dataset's resolution."""
         return UVLFrames(self.root / split / "uvl", self.labels, size=self.resolution)
 
     def photos(self, split: str) -> Photos:
+        """The real photos of ``split``."""
         return Photos(self.root / split / "real")
 
     def states(self, split: str) -> FrameState:
+        """Object poses and cameras of every frame of ``split`` (its ``states.npz``)."""
         h, w = self.resolution
         return load_states(self.root / split / "states.npz", width=w, height=h)

@@ -167,7 +167,7 @@ def source_images(source: str, dataset: BenchmarkDataset, split: str, count: int
         if None in files:
             raise DatasetError(f"{path / split}: frame {files.index(None):06d}.png missing; a frames folder holds one "
                                f"image per UVL frame of {dataset.root / split / 'uvl'}, with the same names")
-        return _resize(torch.stack([read_photo(f) for f in files]), size)
+        return _resize(torch.stack([read_photo(f) for f in files if f is not None]), size)  # none is, after the check
     raise FileNotFoundError(f"--train-on {source!r}: not one of {', '.join(NAMED_SOURCES)}, a run directory "
                             f"({CONFIG} inside; texture:RUN_DIR for its texture projection) or a frames folder "
                             f"({split}/000000.png, ...)")

@@ -30,7 +30,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -144,7 +144,7 @@ def _psnr_by_label(translation: Tensor, real: Tensor, label: Tensor, names: list
     return result
 
 
-def _mean_by_label(values: list[Tensor], names: list[str]) -> dict[str, float | None]:
+def _mean_by_label(values: list[Tensor], names: Sequence[str]) -> dict[str, float | None]:
     """Per label name: the mean over sequences of (K,) values, NaN entries skipped; None if all are NaN."""
     if not values:
         return {name: None for name in names}

@@ -112,7 +112,8 @@ def haarpsi(pred: Tensor, target: Tensor, mask: Tensor | None = None, reduction:
 
     # 2-3. Luma similarity at scales 1 and 2, per orientation; 4. weights from scale 3.
     magnitude = [_filter(luma, _haar_kernels(j, luma.dtype, luma.device)).abs() for j in (1, 2, 3)]  # (2B, 2, h, w)
-    mean_similarity = sum(_similarity(m[:b], m[b:]) for m in magnitude[:2]) / 2
+    similarity_1, similarity_2 = (_similarity(m[:b], m[b:]) for m in magnitude[:2])
+    mean_similarity = (similarity_1 + similarity_2) / 2
     weights = torch.maximum(magnitude[2][:b], magnitude[2][b:])  # (B, 2, h, w)
     # Chroma: a third "orientation" from the 2 x 2 mean of |I| and |Q|.
     mean_kernel = torch.full((1, 1, 2, 2), 0.25, dtype=chroma.dtype, device=chroma.device)

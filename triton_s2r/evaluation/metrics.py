@@ -222,8 +222,10 @@ def warp_error_by_label(frames: Tensor, gbuffer: GBuffer, num_labels: int, grid_
     """``warp_error`` over each label's pixels separately: which surfaces flicker.
 
     Args:
-        frames, gbuffer, grid_size: as ``warp_error``.
+        frames: as ``warp_error``.
+        gbuffer: as ``warp_error``.
         num_labels: K, object labels 1..K; labels above K are an error.
+        grid_size: as ``warp_error``.
 
     Returns:
         (K,) float32, entry l - 1 the mean over label l's counted pixels of frames 1..T-1; NaN where no

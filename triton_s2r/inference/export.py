@@ -29,6 +29,8 @@ from pathlib import Path
 import numpy as np
 import torch
 import trimesh
+import trimesh.exchange.obj
+import trimesh.visual
 from PIL import Image
 from torch import Tensor
 
@@ -147,7 +149,8 @@ def export_textures(
         obj_paths.append(out / "obj" / f"{obj.name}.obj")
         _write_bytes(obj_paths[-1], text)
         glb_paths.append(out / "glb" / f"{obj.name}.glb")
-        _write_bytes(glb_paths[-1], trimesh.Scene({obj.name: mesh}).export(file_type="glb"))
+        glb = trimesh.Scene({obj.name: mesh}).export(file_type="glb")
+        _write_bytes(glb_paths[-1], glb)  # pyright: ignore[reportArgumentType]  # glb: bytes (trimesh's union type)
 
     scene_glb = None
     if object_poses is not None:
@@ -158,6 +161,6 @@ def export_textures(
             assembled.add_geometry(meshes[obj.name], node_name=obj.name, geom_name=obj.name,
                                    transform=Z_UP_TO_Y_UP @ world_from_object)
         scene_glb = out / "scene.glb"
-        _write_bytes(scene_glb, assembled.export(file_type="glb"))
+        _write_bytes(scene_glb, assembled.export(file_type="glb"))  # pyright: ignore[reportArgumentType]  # bytes
     return ExportResult(textures, obj_paths, glb_paths, scene_glb)
 

@@ -68,12 +68,16 @@ class FrameSource:
     real: Photos | None = None
 
     def __len__(self) -> int:
-        return len(self.uvl) if self.uvl is not None else self.state.batch_size
+        if self.uvl is not None:
+            return len(self.uvl)
+        assert self.state is not None  # exactly one of uvl and state is set
+        return self.state.batch_size
 
     def gbuffer(self, index: list[int]) -> GBuffer:
         """Frames ``index`` as one G-buffer at ``supersample`` times the output size."""
         if self.uvl is not None:
             return GBuffer.cat([self.uvl[i] for i in index])
+        assert self.scene is not None and self.state is not None and self.rasterizer is not None  # uvl is None
         return self.rasterizer.render(self.scene, self.state.select(index), supersample=self.supersample)
 
     def real_frames(self, index: list[int], size: tuple[int, int]) -> Tensor | None:
@@ -161,10 +165,12 @@ def _states_source(
         scene_obj = translator.scene()
     _check_labels(scene_obj.labels, translator, path)
     size = dataset.resolution if dataset is not None else translator.run.resolution() if translator.run else None
-    if size is None and resolution is None:
-        raise ValueError(f"{path}: no dataset.yaml above it gives the frame size its cameras were made for, nor "
-                         f"does the run record one; pass --resolution")
-    height, width = size or (resolution, resolution)
+    if size is None:
+        if resolution is None:
+            raise ValueError(f"{path}: no dataset.yaml above it gives the frame size its cameras were made for, "
+                             f"nor does the run record one; pass --resolution")
+        size = (resolution, resolution)
+    height, width = size
     state = load_states(path, width=width, height=height)
     if state.object_poses.shape[1] != scene_obj.num_objects:
         raise ValueError(f"{path}: poses of {state.object_poses.shape[1]} objects but the scene has "
@@ -292,6 +298,8 @@ def translate_source(
         side_by_side: write the ``panel_images`` panel instead of the translation alone.
         batch_size: frames per model call.
         fps: video frame rate.
+        texture_resolution: ignored; the ``translator`` has its own (``Translator.from_run_dir``).
+        compile: ignored; the ``translator`` has its own (``Translator.from_run_dir``).
         progress: show a tqdm progress bar.
     """
     if batch_size < 1:
@@ -311,7 +319,7 @@ def translate_source(
             output = translator(gbuffer, supersample=k)
             if side_by_side:
                 small = GBuffer(gbuffer.uv[..., ::k, ::k], gbuffer.label[..., ::k, ::k])
-                real = source.real_frames(index, tuple(output.mask.shape[-2:]))
+                real = source.real_frames(index, (output.mask.shape[-2], output.mask.shape[-1]))
                 frames = panel_images(small, output, real, translator.num_labels)
                 panels = PANELS if real is not None else PANELS[:3]
             else:
@@ -319,7 +327,8 @@ def translate_source(
             write(frames)
             frame_size = frames.shape[1:3]
             bar.update(len(index))
-    return TranslateResult(out, len(source), tuple(frame_size), panels, source.description, str(translator.device),
+    frame_size = tuple(frame_size)  # pyright: ignore[reportArgumentType]  # set by the first of the source's batches
+    return TranslateResult(out, len(source), frame_size, panels, source.description, str(translator.device),
                            time.perf_counter() - start)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, fields
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -125,7 +126,8 @@ class Translator:
             CheckpointError: the checkpoint is unreadable or does not match the config.
         """
         run = RunDir.open(run_dir)
-        model = build_model(run.config().model.translator, source=run.config_path)
+        # The model.translator section builds a TritonModel; build_model is typed for every model section.
+        model = cast(TritonModel, build_model(run.config().model.translator, source=run.config_path))
         path = run.checkpoint(checkpoint)
         try:
             model.load_state_dict(load_model_weights(path))
@@ -145,6 +147,7 @@ class Translator:
 
     @property
     def device(self) -> torch.device:
+        """The device the model's weights are on."""
         return next(self.model.parameters()).device
 
     @property

@@ -101,6 +101,7 @@ class _Mp4Writer:
         height, width = frame.shape[:2]
         if self._process is None:
             self._start(height, width)
+        assert self.size is not None and self._process is not None and self._process.stdin is not None  # by _start
         if (height, width) != self.size:
             raise ValueError(f"frame of {height}x{width} pixels in a video of {self.size[0]}x{self.size[1]}")
         if self._padded != self.size:
@@ -116,6 +117,7 @@ class _Mp4Writer:
         process, self._process = self._process, None
         if process is None:
             return
+        assert process.stdin is not None and self._log is not None  # both set with the process in _start
         try:
             try:
                 process.stdin.close()  # end of input: ffmpeg flushes and writes the index
@@ -133,6 +135,7 @@ class _Mp4Writer:
         """Stop ffmpeg without waiting for a finished file (on an error or Ctrl-C elsewhere)."""
         process, self._process = self._process, None
         if process is not None:
+            assert process.stdin is not None and self._log is not None  # both set with the process in _start
             process.kill()
             process.wait()
             for stream in (process.stdin, self._log):

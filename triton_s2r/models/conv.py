@@ -8,9 +8,14 @@ Eager execution keeps PyTorch's own reflection-pad kernels (one launch instead o
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+#: ``nn.Conv2d``'s padding modes.
+PaddingMode = Literal["zeros", "reflect", "replicate", "circular"]
 
 
 def reflect_pad(x: Tensor, padding: tuple[int, int, int, int]) -> Tensor:
@@ -32,6 +37,7 @@ class Conv2d(nn.Conv2d):
     """``nn.Conv2d`` (same parameters, same state-dict keys) that pads with ``reflect_pad`` when compiled."""
 
     def forward(self, input: Tensor) -> Tensor:
+        """(B, C_in, H, W) -> (B, C_out, H', W') as ``nn.Conv2d``; compiled, it reflect-pads with ``reflect_pad``."""
         if self.padding_mode != "reflect" or isinstance(self.padding, str) or not torch.compiler.is_compiling():
             return super().forward(input)
         height, width = self.padding

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from triton_s2r.models.conv import Conv2d
+from triton_s2r.models.conv import Conv2d, PaddingMode
 
 
 class PatchDiscriminator(nn.Module):
@@ -25,7 +25,7 @@ class PatchDiscriminator(nn.Module):
     """
 
     def __init__(
-        self, in_channels: int, base_channels: int = 64, num_layers: int = 4, padding_mode: str = "reflect"
+        self, in_channels: int, base_channels: int = 64, num_layers: int = 4, padding_mode: PaddingMode = "reflect"
     ) -> None:
         super().__init__()
         layers: list[nn.Module] = []
@@ -62,7 +62,7 @@ class MultiScaleDiscriminator(nn.Module):
         base_channels: int = 64,
         num_layers: int = 4,
         num_scales: int = 3,
-        padding_mode: str = "reflect",
+        padding_mode: PaddingMode = "reflect",
     ) -> None:
         super().__init__()
         self.scales = nn.ModuleList(
@@ -75,7 +75,8 @@ class MultiScaleDiscriminator(nn.Module):
         for layer in self.modules():
             if isinstance(layer, nn.Conv2d):
                 nn.init.normal_(layer.weight, 0.0, 0.02)
-                nn.init.zeros_(layer.bias)
+                if layer.bias is not None:
+                    nn.init.zeros_(layer.bias)
 
     def forward(self, x: Tensor) -> list[Tensor]:
         """Patch logits at every scale.

@@ -22,10 +22,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from triton_s2r.models.conv import Conv2d
+from triton_s2r.models.conv import Conv2d, PaddingMode
 
 
-def _conv(in_channels: int, out_channels: int, kernel_size: int, stride: int, padding_mode: str) -> Conv2d:
+def _conv(in_channels: int, out_channels: int, kernel_size: int, stride: int, padding_mode: PaddingMode) -> Conv2d:
     # Padding that keeps H/stride exactly for even sizes: 3 for 7x7, 1 for 4x4 stride 2, 2 for 5x5, 1 for 3x3.
     padding = (kernel_size - 1) // 2 if stride == 1 else (kernel_size - stride) // 2
     return Conv2d(in_channels, out_channels, kernel_size, stride, padding, padding_mode=padding_mode)
@@ -39,7 +39,7 @@ class ResidualBlock(nn.Module):
         padding_mode: padding of the convolutions ("reflect" in the reference).
     """
 
-    def __init__(self, channels: int, padding_mode: str = "reflect") -> None:
+    def __init__(self, channels: int, padding_mode: PaddingMode = "reflect") -> None:
         super().__init__()
         self.body = nn.Sequential(
             _conv(channels, channels, 3, 1, padding_mode),
@@ -50,6 +50,7 @@ class ResidualBlock(nn.Module):
         )
 
     def forward(self, x: Tensor) -> Tensor:
+        """Add the residual: (B, C, H, W) -> x + body(x), same shape."""
         return x + self.body(x)
 
 
@@ -72,7 +73,7 @@ class ContentEncoder(nn.Module):
         num_downsample: int = 2,
         num_res_blocks: int = 4,
         content_channels: int = 8,
-        padding_mode: str = "reflect",
+        padding_mode: PaddingMode = "reflect",
     ) -> None:
         super().__init__()
         layers: list[nn.Module] = [
@@ -150,7 +151,7 @@ class Decoder(nn.Module):
         num_upsample: int = 2,
         num_res_blocks: int = 4,
         content_channels: int = 8,
-        padding_mode: str = "reflect",
+        padding_mode: PaddingMode = "reflect",
     ) -> None:
         super().__init__()
         width = base_channels * 2**num_upsample
@@ -186,7 +187,8 @@ def init_generator_weights(module: nn.Module) -> None:
     for layer in module.modules():
         if isinstance(layer, nn.Conv2d):
             nn.init.kaiming_normal_(layer.weight, a=0.0, mode="fan_in")
-            nn.init.zeros_(layer.bias)
+            if layer.bias is not None:
+                nn.init.zeros_(layer.bias)
         elif isinstance(layer, LayerNorm2d):
             nn.init.uniform_(layer.weight, 0.0, 1.0)
             nn.init.zeros_(layer.bias)
@@ -216,7 +218,7 @@ class StyleFreeGenerator(nn.Module):
         num_downsample: int = 2,
         num_res_blocks: int = 4,
         content_channels: int = 8,
-        padding_mode: str = "reflect",
+        padding_mode: PaddingMode = "reflect",
         input_noise_std: float = 0.1,
         extra_out_channels: int = 0,
     ) -> None:

@@ -86,6 +86,8 @@ class NeuralTexture(nn.Module):
             the hint-only input of ``no_texture``), and they grow from the gradients.
     """
 
+    frequencies: Tensor  # (2, F) buffer, registered in __init__
+
     def __init__(
         self,
         num_labels: int,
@@ -218,6 +220,7 @@ class NeuralTexture(nn.Module):
         return texels.view(self.num_labels, resolution, resolution, -1).permute(0, 3, 1, 2).contiguous()
 
     def extra_repr(self) -> str:
+        """Labels, channels, frequencies and sampling, for ``repr(module)``."""
         return (
             f"num_labels={self.num_labels}, out_channels={self.out_channels}, "
             f"num_frequencies={self.frequencies.shape[1]}, sampling={self.sampling!r}"

@@ -89,9 +89,11 @@ class RasterTexture(nn.Module):
                 level, size=(resolution, resolution), mode="bilinear", align_corners=False
             )
             total = resized if total is None else total + resized
+        assert total is not None  # __init__ makes at least one level
         return total
 
     def extra_repr(self) -> str:
+        """Labels, channels, resolution and mip levels, for ``repr(module)``."""
         return (
             f"num_labels={self.num_labels}, out_channels={self.out_channels}, "
             f"resolution={self.resolution}, num_mip_levels={len(self.levels)}"

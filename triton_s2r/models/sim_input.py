@@ -109,6 +109,7 @@ class SimInput(nn.Module):
         return torch.cat([hint * self.hint_multiplier + projection[:, :3], hint, projection[:, 3:]], dim=1)
 
     def extra_repr(self) -> str:
+        """Labels and the texture and hint multipliers, for ``repr(module)``."""
         return (
             f"num_labels={self.num_labels}, texture_multiplier={self.texture_multiplier}, "
             f"hint_multiplier={self.hint_multiplier}"

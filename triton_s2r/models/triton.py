@@ -13,6 +13,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from triton_s2r.models.generator import StyleFreeGenerator
+from triton_s2r.models.neural_texture import NeuralTexture
+from triton_s2r.models.raster_texture import RasterTexture
 from triton_s2r.models.shading import shade
 from triton_s2r.models.sim_input import SimInput, texture_projection
 from triton_s2r.models.texture_space import sample_label_textures
@@ -49,7 +51,7 @@ class TritonModel(nn.Module):
 
     def __init__(
         self,
-        texture: nn.Module,
+        texture: NeuralTexture | RasterTexture,
         sim_input: SimInput,
         generator_sim: StyleFreeGenerator,
         generator_real: StyleFreeGenerator,
@@ -73,6 +75,7 @@ class TritonModel(nn.Module):
 
     @property
     def num_labels(self) -> int:
+        """K, the number of object labels (void excluded)."""
         return self.sim_input.num_labels
 
     def sample_texture(self, uv: Tensor, label: Tensor, supersample: int = 1, baked: Tensor | None = None) -> SimBatch:

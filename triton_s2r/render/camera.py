@@ -65,6 +65,7 @@ class Camera:
 
     @property
     def batch_size(self) -> int:
+        """B, the number of cameras."""
         return self.world_from_camera.shape[0]
 
     @property
@@ -171,7 +172,10 @@ class Camera:
         """Cameras that render only the window [top, top + height) x [left, left + width) of this image.
 
         Args:
-            top, left: window corner per camera, ints or (B,) tensors.
+            top: window's top row per camera, an int or a (B,) tensor.
+            left: window's left column per camera, an int or a (B,) tensor.
+            height: window height in pixels.
+            width: window width in pixels.
         """
         shift = torch.stack(torch.broadcast_tensors(torch.as_tensor(left), torch.as_tensor(top)), -1).float()
         k = self.intrinsics.clone()
@@ -184,6 +188,7 @@ class Camera:
         return Camera(pose, k, self.width, self.height, self.near, self.far)
 
     def to(self, device: torch.device | str) -> Camera:
+        """These cameras with their tensors on ``device``."""
         return Camera(
             self.world_from_camera.to(device), self.intrinsics.to(device), self.width, self.height, self.near, self.far
         )

@@ -15,9 +15,10 @@ import os
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 
+# Not `from embreex import rtcore_scene`: the type checker would read it through embreex.__getattr__ (a str).
+import embreex.rtcore_scene as rtcore_scene
 import numpy as np
 import torch
-from embreex import rtcore_scene
 from embreex.mesh_construction import TriangleMesh
 
 from triton_s2r.render.camera import Camera
@@ -44,6 +45,7 @@ class EmbreeRasterizer:
         return self._bvh[mesh]
 
     def render(self, scene: Scene, state: FrameState, supersample: int = 1) -> GBuffer:
+        """Ray-cast every frame on the CPU, frames in parallel threads; see ``UVLRasterizer.render``."""
         camera = state.camera.supersampled(supersample)
         h, w = camera.height, camera.width
         hits = {

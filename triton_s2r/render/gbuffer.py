@@ -46,23 +46,29 @@ class GBuffer:
 
     @property
     def batch_size(self) -> int:
+        """B, the number of frames."""
         return self.uv.shape[0]
 
     @property
     def height(self) -> int:
+        """H, the image height in pixels."""
         return self.uv.shape[2]
 
     @property
     def width(self) -> int:
+        """W, the image width in pixels."""
         return self.uv.shape[3]
 
     def to(self, device: torch.device | str) -> GBuffer:
-        return GBuffer(*(None if t is None else t.to(device) for t in (self.uv, self.label, self.depth, self.face_id)))
+        """This G-buffer with every tensor on ``device``."""
+        return GBuffer(self.uv.to(device), self.label.to(device),
+                       *(None if t is None else t.to(device) for t in (self.depth, self.face_id)))
 
     def __getitem__(self, index: int | slice) -> GBuffer:
         """Frames ``index`` of the batch (an int keeps a batch dimension of 1)."""
         index = slice(index, index + 1) if isinstance(index, int) else index
-        return GBuffer(*(None if t is None else t[index] for t in (self.uv, self.label, self.depth, self.face_id)))
+        return GBuffer(self.uv[index], self.label[index],
+                       *(None if t is None else t[index] for t in (self.depth, self.face_id)))
 
     @staticmethod
     def cat(buffers: list[GBuffer]) -> GBuffer:
@@ -71,4 +77,5 @@ class GBuffer:
             ts = [getattr(g, name) for g in buffers]
             return None if any(t is None for t in ts) else torch.cat(ts)
 
-        return GBuffer(join("uv"), join("label"), join("depth"), join("face_id"))
+        return GBuffer(torch.cat([g.uv for g in buffers]), torch.cat([g.label for g in buffers]), join("depth"),
+                       join("face_id"))

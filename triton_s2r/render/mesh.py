@@ -64,6 +64,7 @@ class Mesh:
 
     @property
     def num_triangles(self) -> int:
+        """F, the number of triangles."""
         return self.t_pos_idx.shape[0]
 
     def transformed(self, matrix: np.ndarray | Tensor) -> Mesh:
@@ -166,7 +167,7 @@ def load_mesh(path: str | os.PathLike, *, unwrap: bool = False) -> Mesh:
         problem = uv_problem(mesh)
     else:
         mesh, problem = None, "it has no texture coordinates"
-    if problem is None:
+    if mesh is not None and problem is None:
         return mesh
     if not unwrap:
         raise MeshError(

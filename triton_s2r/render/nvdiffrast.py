@@ -33,11 +33,12 @@ def _cuda_context(device: torch.device):
     try:
         return dr, dr.RasterizeCudaContext(device=device)
     except ModuleNotFoundError as exc:
-        if not (exc.name or "").startswith("nvdiffrast_plugin"):
+        name = exc.name or ""
+        if not name.startswith("nvdiffrast_plugin"):
             raise
         from torch.utils.cpp_extension import _get_build_directory
 
-        sys.path.insert(0, _get_build_directory(exc.name, False))
+        sys.path.insert(0, _get_build_directory(name, False))
         return dr, dr.RasterizeCudaContext(device=device)
 
 
@@ -92,6 +93,7 @@ class NvdiffrastRasterizer:
 
     @torch.no_grad()
     def render(self, scene: Scene, state: FrameState, supersample: int = 1) -> GBuffer:
+        """Rasterize every frame on this backend's GPU, on a stream of its own; see ``UVLRasterizer.render``."""
         # The per-frame matrices are small: built on the host and uploaded in one asynchronous copy, so that
         # rendering never makes the host wait for the GPU (a training step queues its work ahead).
         state = state.to("cpu")
@@ -119,5 +121,6 @@ class NvdiffrastRasterizer:
             )
         main.wait_stream(self._stream)  # on the GPU: the caller's work starts once the G-buffer is done
         for tensor in (g.uv, g.label, g.depth, g.face_id):
+            assert tensor is not None  # this backend fills all four
             tensor.record_stream(main)  # its memory is not reused while the caller's stream may still read it
         return g

@@ -33,7 +33,15 @@ class UVLRasterizer(Protocol):
     name: str
     device: torch.device
 
-    def render(self, scene: Scene, state: FrameState, supersample: int = 1) -> GBuffer: ...
+    def render(self, scene: Scene, state: FrameState, supersample: int = 1) -> GBuffer:
+        """G-buffer of the B frames of ``state``: (B, 2, kH, kW) UVs and (B, kH, kW) labels on ``device``.
+
+        Args:
+            scene: the meshes and labels, each object in its own frame.
+            state: per frame, the object poses and the camera (H x W).
+            supersample: k, the factor on the camera's resolution (see the module docstring).
+        """
+        ...
 
 
 def nvdiffrast_available() -> bool:

@@ -94,6 +94,7 @@ class LabelTable:
         return cls(tuple(spec["names"]), tuple(spec["values"]), spec.get("void_value", 0))
 
     def to_dict(self) -> dict:
+        """The table as plain data, the inverse of ``from_dict``."""
         return {"names": list(self.names), "values": list(self.values), "void_value": self.void_value}
 
 
@@ -142,10 +143,12 @@ class Scene:
 
     @property
     def num_objects(self) -> int:
+        """The number of objects."""
         return len(self.objects)
 
     @property
     def num_triangles(self) -> int:
+        """Triangles of all objects together."""
         return sum(o.mesh.num_triangles for o in self.objects)
 
     def merged(self) -> dict[str, Tensor]:
@@ -206,6 +209,7 @@ class FrameState:
 
     @property
     def batch_size(self) -> int:
+        """B, the number of frames."""
         return self.object_poses.shape[0]
 
     @classmethod
@@ -219,6 +223,7 @@ class FrameState:
         return FrameState(self.object_poses[index], self.camera.select(index))
 
     def to(self, device: torch.device | str) -> FrameState:
+        """These states with their tensors on ``device``."""
         return FrameState(self.object_poses.to(device), self.camera.to(device))
 
 

@@ -48,6 +48,7 @@ class SimStates:
 
     @property
     def num_frames(self) -> int:
+        """N, the number of frames."""
         return self.joints.shape[0]
 
 
@@ -95,7 +96,8 @@ def to_frame_state(scene: Scene, states: SimStates, *, width: int, height: int,
     Args:
         scene: a scene from ``load_scene``, with a ``robot:`` entry if ``states`` has joints.
         states: from ``read_states``.
-        width, height: image size in pixels.
+        width: image width in pixels.
+        height: image height in pixels.
         default_camera: the scene file's ``camera`` entry, used when ``states`` has no camera.
 
     Returns:
@@ -141,9 +143,9 @@ def to_frame_state(scene: Scene, states: SimStates, *, width: int, height: int,
 
 
 def make_camera(spec: Mapping, n: int, *, width: int, height: int, where: str) -> Camera:
-    """N cameras from a camera entry: look-at (``eye``, ``target``, ``fov_y_deg``) or OpenCV (``K``, ``R``, ``t``,
-    and the ``width``, ``height`` that K was calibrated for; it is rescaled to width x height).
+    """N cameras from a camera entry: look-at (``eye``, ``target``, ``fov_y_deg``) or OpenCV (``K``, ``R``, ``t``).
 
+    An OpenCV entry also gives the ``width``, ``height`` that K was calibrated for; K is rescaled to width x height.
     Each value is shared by all frames or given per frame (a leading axis of N).
     """
     unknown = sorted(set(spec) - set(CAMERA_KEYS))

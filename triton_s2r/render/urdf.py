@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import trimesh
@@ -164,7 +164,8 @@ def _link_pieces(urdf: Any) -> dict[str, list[trimesh.Trimesh]]:
 
 def _link_mesh(pieces: list[trimesh.Trimesh], source: str, always_unwrap: bool) -> Mesh:
     """One link's pieces merged; its own UVs if usable (and not ``always_unwrap``), else an xatlas unwrap."""
-    merged = trimesh.util.concatenate(pieces) if len(pieces) > 1 else pieces[0]
+    # concatenate is typed to return any Geometry; of Trimesh pieces it returns a Trimesh.
+    merged = cast(trimesh.Trimesh, trimesh.util.concatenate(pieces)) if len(pieces) > 1 else pieces[0]
     vertices = np.asarray(merged.vertices, dtype=np.float32)
     uv = getattr(merged.visual, "uv", None)
     if not always_unwrap and uv is not None and len(uv) == len(vertices):
@@ -255,7 +256,8 @@ def scene_robot(entry: Mapping, urdf_file: Path, where: str) -> SceneRobot:
                          "of the robot's `labels`")
     base = entry.get("base") or {}
     try:
-        world_from_base = trimesh.transformations.euler_matrix(*(float(a) for a in base.get("rpy", (0, 0, 0))), "sxyz")
+        roll, pitch, yaw = (float(a) for a in base.get("rpy", (0, 0, 0)))
+        world_from_base = trimesh.transformations.euler_matrix(roll, pitch, yaw, "sxyz")
         world_from_base[:3, 3] = [float(x) for x in base.get("xyz", (0, 0, 0))]
     except (AttributeError, TypeError, ValueError) as exc:
         raise ValueError(f"{where}: robot `base` must be {{xyz: [x, y, z], rpy: [roll, pitch, yaw]}} (metres, "

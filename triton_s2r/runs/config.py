@@ -56,9 +56,10 @@ class ConfigError(ValueError):
 
 
 def load_config(path: str | os.PathLike) -> DictConfig:
-    """Read a run's ``config.yaml`` as plain data (``yaml.safe_load``: no object tags, no code), with the
-    ``_target_`` paths of classes that have moved since it was saved updated (``MOVED_TARGETS``) and the keys
-    retired since then dropped (``RETIRED_KEYS``).
+    """Read a run's ``config.yaml`` as plain data, updated to today's class paths and keys.
+
+    Read with ``yaml.safe_load`` (no object tags, no code); the ``_target_`` paths of classes that have moved since
+    it was saved are updated (``MOVED_TARGETS``) and the keys retired since then dropped (``RETIRED_KEYS``).
 
     Raises:
         ConfigError: not a YAML mapping; the message names the file.
@@ -161,8 +162,9 @@ def config_diff(saved: DictConfig, new: DictConfig) -> list[str]:
     b = _flat(OmegaConf.to_container(new, resolve=True, throw_on_missing=False))
     for flat in (a, b):
         for key in PATH_KEYS:
-            if isinstance(flat.get(key), str):
-                flat[key] = str(Path(flat[key]).resolve())
+            value = flat.get(key)
+            if isinstance(value, str):
+                flat[key] = str(Path(value).resolve())
     lines = []
     for key in sorted(a.keys() | b.keys()):
         if any(key == skip or key.startswith(f"{skip}.") for skip in NOT_COMPARED):

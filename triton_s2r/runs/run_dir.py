@@ -28,6 +28,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -37,6 +38,9 @@ from torch import Tensor
 
 from triton_s2r.render.scene import LabelTable, Scene, load_scene
 from triton_s2r.utils.files import atomic_savez, atomic_write
+
+if TYPE_CHECKING:
+    from torch.serialization import MAP_LOCATION
 
 CONFIG = "config.yaml"
 DATA = "data.yaml"
@@ -61,7 +65,7 @@ class CheckpointError(RuntimeError):
     """A checkpoint cannot be read or does not fit the run's config; the message names it and the fix."""
 
 
-def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
+def load_checkpoint(path: str | os.PathLike, map_location: MAP_LOCATION = "cpu") -> dict:
     """``torch.load`` a checkpoint with ``weights_only=True``: tensors and plain containers, never code.
 
     Raises:
@@ -130,10 +134,12 @@ class RunDir:
 
     @property
     def config_path(self) -> Path:
+        """``config.yaml``: the resolved training config."""
         return self.path / CONFIG
 
     @property
     def checkpoint_dir(self) -> Path:
+        """``checkpoints/``: ``last.ckpt``, ``best.ckpt`` and the numbered epochs."""
         return self.path / CHECKPOINT_DIR
 
     @property
@@ -143,14 +149,17 @@ class RunDir:
 
     @property
     def log_path(self) -> Path:
+        """``train.log``: the training log."""
         return self.path / LOG
 
     @property
     def preview_dir(self) -> Path:
+        """``previews/``: preview grids, baked textures and the validation video."""
         return self.path / PREVIEW_DIR
 
     @property
     def scene_dir(self) -> Path:
+        """``scene/``: a copy of the training scene and one frame's object poses (``save_training_data``)."""
         return self.path / SCENE_DIR
 
     @property
@@ -160,6 +169,7 @@ class RunDir:
 
     @property
     def curves_plot_path(self) -> Path:
+        """``plots/curves.png``: ``curves.csv`` plotted."""
         return self.path / CURVES_PLOT
 
     @property
@@ -176,6 +186,7 @@ class RunDir:
         return load_config(self.config_path)
 
     def write_config(self, cfg: DictConfig) -> None:
+        """Write ``cfg``, resolved, as the run's ``config.yaml`` (atomically)."""
         self.path.mkdir(parents=True, exist_ok=True)
         with atomic_write(self.config_path) as tmp:
             tmp.write_text(OmegaConf.to_yaml(cfg, resolve=True))
@@ -211,8 +222,10 @@ class RunDir:
         return sorted(self.checkpoint_dir.glob("[!.]*.ckpt")) if self.checkpoint_dir.is_dir() else []
 
     def remove_partial_files(self) -> list[Path]:
-        """Delete temporary files that a kill during a save left behind (``atomic_write``'s hidden ``.name.*``
-        files); returns them."""
+        """Delete the temporary files that a kill during a save left behind, and return them.
+
+        These are ``atomic_write``'s hidden ``.name.*`` files.
+        """
         partial = [*self.checkpoint_dir.glob(".*.ckpt"), *self.path.glob(".*.yaml"), *self.path.glob(".*.npz"),
                    *self.scene_dir.glob("**/.*.*")]
         for path in partial:

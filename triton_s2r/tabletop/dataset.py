@@ -27,6 +27,8 @@ from pathlib import Path
 import numpy as np
 import torch
 import trimesh
+import trimesh.exchange.obj
+import trimesh.visual
 import yaml
 from tqdm import tqdm
 
@@ -68,6 +70,16 @@ PRESETS = {
 
 @dataclass(frozen=True)
 class Split:
+    """One split to write: its frames' states and which kinds of frames it holds.
+
+    Attributes:
+        name: the split's folder in the dataset (``train_sim``, ``test``, ``sequences/seq_000``, ...).
+        state: object poses and cameras of its N frames.
+        joints: (N, J) the robot's joint values per frame.
+        sim: whether it holds UVL frames.
+        real: whether it holds path-traced "real" frames.
+        clip_frames: frames per clip (``train_sim`` drawn in clips), else 1.
+    """
     name: str
     state: FrameState
     joints: np.ndarray
@@ -188,6 +200,7 @@ def make_dataset(
                 if split.real:
                     # Frame ids unique across splits, so every frame gets its own lighting and noise.
                     ids = [split_index * 1_000_000 + i for i in chunk]
+                    assert appearance is not None  # made above, as a split is real
                     images = render_real(scene, state, appearance=appearance, spp=p.spp, seed=seed, frame_ids=ids)
                     for j, i in enumerate(chunk):
                         write_image(real_dir / f"{i:06d}.png", images[j])
@@ -305,8 +318,11 @@ def build_differences(manifest: dict, build: dict, p: Preset) -> list[str]:
 
 
 def _delete_dataset(root: Path) -> None:
-    """Delete the dataset in ``root`` (only ``DATASET_ENTRIES``; the manifest last, so an interrupted delete is
-    still recognised as a dataset and finished by the next ``rebuild``). Nothing happens without a manifest."""
+    """Delete the dataset in ``root``; nothing happens without a manifest.
+
+    Only ``DATASET_ENTRIES`` go, the manifest last, so an interrupted delete is still recognised as a dataset and
+    finished by the next ``rebuild``.
+    """
     if not (root / "dataset.yaml").is_file():
         return
     for name in DATASET_ENTRIES[1:]:

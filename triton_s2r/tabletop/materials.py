@@ -132,7 +132,7 @@ def box_atlas_orientations(mesh: Mesh) -> list[tuple[int, bool]]:
         flip = -1 if mirror else 1
         tops = {0: d_v, 1: -flip * d_u, -1: flip * d_u, 2: -d_v}
         ups = {k: np.dot(t / max(np.linalg.norm(t), 1e-12), [0, 0, 1]) for k, t in tops.items()}
-        best = max(ups, key=ups.get)
+        best = max(ups, key=ups.__getitem__)
         out.append((best if ups[best] > 0.5 else 0, mirror))  # top and bottom faces: any turn is upright
     return out
 

@@ -63,8 +63,11 @@ def render_mesh(mesh: Mesh, crease_angle_deg: float = CREASE_ANGLE_DEG) -> Rende
 
 
 def _corner_normals(pos: np.ndarray, faces: np.ndarray, cos_crease: float) -> np.ndarray:
-    """(3F, 3) unit normal per triangle corner: area-weighted mean of the normals of the triangles that
-    share the corner's vertex and lie within the crease angle of the corner's own triangle."""
+    """(3F, 3) unit normal per triangle corner, smoothed within the crease angle.
+
+    The area-weighted mean of the normals of the triangles that share the corner's vertex and lie within the crease
+    angle of the corner's own triangle.
+    """
     face_n = np.cross(pos[faces[:, 1]] - pos[faces[:, 0]], pos[faces[:, 2]] - pos[faces[:, 0]])  # 2 x area
     unit = face_n / np.maximum(np.linalg.norm(face_n, axis=1, keepdims=True), 1e-20)
     corner_vertex = faces.reshape(-1)

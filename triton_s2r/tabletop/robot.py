@@ -38,10 +38,12 @@ class Panda:
 
     @property
     def urdf(self) -> object:
+        """The ``yourdfpy.URDF`` of the arm (kinematics)."""
         return self.robot.urdf
 
     @property
     def link_meshes(self) -> dict[str, Mesh]:
+        """Link name -> baked, UV-unwrapped mesh in the link frame."""
         return self.robot.link_meshes
 
     @classmethod

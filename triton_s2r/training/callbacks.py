@@ -1,5 +1,7 @@
-"""The jobs around the GAN step, as Lightning callbacks: ``TritonSystem.configure_callbacks`` hands them its
-settings, so every ``Trainer`` that fits the system runs them (``triton-s2r train``, the tests, the benchmarks).
+"""The jobs around the GAN step, as Lightning callbacks.
+
+``TritonSystem.configure_callbacks`` hands them its settings, so every ``Trainer`` that fits the system runs them
+(``triton-s2r train``, the tests, the benchmarks).
 
 * ``WeightAverage``: the exponential moving average of the translator's weights (``system.ema_decay``),
   which validation, ``best.ckpt`` and ``Translator`` use (docs/method.md §5.5).
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 import copy
 import random
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pytorch_lightning as pl
@@ -24,6 +28,9 @@ from torch.optim.swa_utils import get_ema_multi_avg_fn
 
 from triton_s2r.models.triton import to_unit
 from triton_s2r.runs.run_dir import RunDir
+
+if TYPE_CHECKING:
+    from triton_s2r.training.system import TritonSystem  # which imports this module
 
 #: Batches between reads of the non-finite step counters (each read waits for the GPU).
 NONFINITE_CHECK_EVERY = 10
@@ -49,15 +56,17 @@ class WeightAverage(pl.Callback):
     def __init__(self, decay: float) -> None:
         self.decay = decay
 
-    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+    def setup(self, trainer: pl.Trainer, pl_module: TritonSystem, stage: str) -> None:
+        """Lightning hook: make ``model_ema``, a frozen copy of the translator, unless the system has one already."""
         # Runs before a resumed run's checkpoint is loaded into the system, model_ema.* entries included.
         # Module.__getstate__ leaves compiled wrappers out, so the copy of a compiled model runs eagerly.
         if not hasattr(pl_module, "model_ema"):
             pl_module.model_ema = copy.deepcopy(pl_module.model).requires_grad_(False)
 
     @torch.no_grad()
-    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs, batch,
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: TritonSystem, outputs, batch,
                            batch_idx: int) -> None:
+        """Lightning hook: move ``model_ema`` towards the weights just trained (decay warmed up); copy buffers."""
         t = pl_module.batches_trained - 1  # the batch just trained
         update = get_ema_multi_avg_fn(min(self.decay, (1 + t) / (10 + t)))
         update(list(pl_module.model_ema.parameters()), list(pl_module.model.parameters()), None)
@@ -82,9 +91,11 @@ class NonFiniteGuard(pl.Callback):
         self._counts = torch.zeros(2, dtype=torch.long)  # (all, consecutive) skipped steps
         self._last_losses: dict[str, torch.Tensor] = {}
 
-    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs, batch,
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: TritonSystem, outputs, batch,
                            batch_idx: int) -> None:
+        """Lightning hook: count the step if it was skipped (on the device); check every ``NONFINITE_CHECK_EVERY``."""
         step = pl_module.last_step
+        assert step is not None  # the system clears it only after the callbacks' batch-end hooks
         counts = self._counts = self._counts.to(step.skipped.device)
         counts[1] = (counts[1] + 1) * step.skipped
         counts[0] += step.skipped
@@ -93,7 +104,8 @@ class NonFiniteGuard(pl.Callback):
         if pl_module.batches_trained % NONFINITE_CHECK_EVERY == 0:
             self._check(pl_module.batches_trained)
 
-    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: TritonSystem) -> None:
+        """Lightning hook: check the counts at every epoch end."""
         self._check(pl_module.batches_trained)
 
     def _check(self, batches: int) -> None:
@@ -107,17 +119,21 @@ class NonFiniteGuard(pl.Callback):
                 "(system.gradient_clip_val) or resume from an earlier checkpoint"
             )
 
-    def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict) -> None:
+    def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: TritonSystem, checkpoint: dict) -> None:
+        """Lightning hook: keep the total count of skipped steps in the checkpoint."""
         checkpoint["nonfinite_steps"] = int(self._counts[0])
 
-    def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict) -> None:
+    def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: TritonSystem, checkpoint: dict) -> None:
+        """Lightning hook: restore the total count; the consecutive count starts again at 0."""
         self._counts = torch.tensor([checkpoint.get("nonfinite_steps", 0), 0])
 
 
 class Previews(pl.Callback):
-    """Rows: UVL hint, texture projection, translation, a real photo; plus the baked textures, one tile per
-    label (rows follow u, columns follow v). Written as PNG into the run directory's ``previews/``, and to W&B
-    when that logger is used. Reads the images back from the GPU.
+    """Preview images and the baked textures, every ``every_n_batches`` batches.
+
+    Rows: UVL hint, texture projection, translation, a real photo; plus the baked textures, one tile per label (rows
+    follow u, columns follow v). Written as PNG into the run directory's ``previews/``, and to W&B when that logger is
+    used. Reads the images back from the GPU.
 
     Args:
         every_n_batches: batches between previews.
@@ -127,13 +143,15 @@ class Previews(pl.Callback):
         self.every_n_batches = every_n_batches
 
     @torch.no_grad()
-    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs, batch,
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: TritonSystem, outputs, batch,
                            batch_idx: int) -> None:
+        """Lightning hook: write the preview grid and the baked textures every ``every_n_batches`` batches."""
         batches = pl_module.batches_trained
         if batches % self.every_n_batches:
             return
         from triton_s2r.utils.files import write_image
 
+        assert pl_module.last_step is not None  # the system clears it only after the callbacks' batch-end hooks
         out = pl_module.last_step.forward
         n = min(4, out.x_ab.shape[0])
         rows = [to_unit(out.x_a[:n, 3:6]), to_unit(out.projection[:n, :3]), to_unit(out.x_ab[:n]),
@@ -143,29 +161,35 @@ class Previews(pl.Callback):
         with trainer.precision_plugin.train_step_context():  # baked at the step's precision, as the step drew it
             textures = pl_module.model.texture.bake(64)[:, :3].float().clamp(0, 1)
         tiles = (torch.cat(list(textures), dim=2).permute(1, 2, 0).cpu().numpy() * 255).round().astype(np.uint8)
-        folder = RunDir(trainer.default_root_dir).preview_dir
+        folder = RunDir(Path(trainer.default_root_dir)).preview_dir
         folder.mkdir(parents=True, exist_ok=True)
         write_image(folder / f"batch_{batches:07d}.png", image)
         write_image(folder / f"textures_{batches:07d}.png", tiles)
         logger = pl_module.logger
         if logger is not None and hasattr(logger, "log_image"):
-            logger.log_image("previews/grid", [image], step=batches)
-            logger.log_image("previews/textures", [tiles], step=batches)
+            # W&B's logger (hasattr above): the base Logger declares no log_image.
+            logger.log_image("previews/grid", [image], step=batches)  # pyright: ignore[reportAttributeAccessIssue]
+            logger.log_image("previews/textures", [tiles], step=batches)  # pyright: ignore[reportAttributeAccessIssue]
 
 
 class RandomStates(pl.Callback):
-    """The torch, NumPy, Python and CUDA RNG states in every checkpoint (``rng``), restored on resume, so a
-    resumed run draws what an uninterrupted one draws (the step and the schedules live in the state dict)."""
+    """The torch, NumPy, Python and CUDA RNG states in every checkpoint (``rng``), restored on resume.
 
-    def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict) -> None:
-        name, keys, pos, has_gauss, gauss = np.random.get_state()
+    A resumed run so draws what an uninterrupted one draws (the step and the schedules live in the state dict).
+    """
+
+    def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: TritonSystem, checkpoint: dict) -> None:
+        """Lightning hook: store the RNG states as plain types, so the checkpoint loads with ``weights_only=True``."""
+        # This tuple with legacy=True (the default); numpy's stubs add legacy=False's dict to the return type.
+        name, keys, pos, has_gauss, gauss = cast(tuple[str, np.ndarray, int, int, float], np.random.get_state())
         # Plain types only, so the checkpoint loads with torch.load(weights_only=True).
         checkpoint["rng"] = {"torch": torch.get_rng_state(), "python": random.getstate(),
                              "numpy": (name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss)}
         if torch.cuda.is_available():
             checkpoint["rng"]["cuda"] = torch.cuda.get_rng_state_all()
 
-    def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict) -> None:
+    def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: TritonSystem, checkpoint: dict) -> None:
+        """Lightning hook: restore the saved RNG states (CUDA's only where CUDA is available)."""
         rng = checkpoint.get("rng")
         if rng:
             torch.set_rng_state(rng["torch"])

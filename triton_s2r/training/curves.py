@@ -16,6 +16,7 @@ import io
 import math
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytorch_lightning as pl
@@ -24,6 +25,9 @@ from pytorch_lightning.utilities import rank_zero_only
 
 from triton_s2r.runs.run_dir import RunDir
 from triton_s2r.utils.files import atomic_write
+
+if TYPE_CHECKING:
+    from triton_s2r.training.system import TritonSystem
 
 #: Measures drawn, in panel order, with the direction that is better.
 PLOTTED = {"val/psnr": "higher", "val/psnr_masked": "higher", "val/haarpsi": "higher", "val/ssim": "higher",
@@ -51,8 +55,10 @@ def write_curves(path: Path, rows: list[dict[str, float]]) -> None:
 
 
 def plot_curves(rows: list[dict[str, float]], out: Path) -> None:
-    """One panel per measure of ``PLOTTED`` present in ``rows``: value against batches (bottom axis) and minutes
-    of training (top axis). Written atomically as PNG."""
+    """One panel per measure of ``PLOTTED`` present in ``rows``, written atomically as PNG.
+
+    Each panel plots the value against batches (bottom axis) and minutes of training (top axis).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -94,7 +100,7 @@ class TrainingCurves(pl.Callback):
     """
 
     def __init__(self, run_dir: str | Path, video_fps: int = 8) -> None:
-        self.run = RunDir(run_dir)
+        self.run = RunDir(Path(run_dir))
         self.video_fps = video_fps
         self._start = time.perf_counter()
         self._offset = 0.0
@@ -102,23 +108,26 @@ class TrainingCurves(pl.Callback):
         self._frames: list[torch.Tensor] = []
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        """Lightning hook: read the rows an interrupted run wrote (its clock goes on) and start the clock."""
         self._rows = read_curves(self.run.curves_path)
         self._offset = self._rows[-1]["wall_s"] if self._rows else 0.0  # a resumed run's clock goes on
         self._start = time.perf_counter()
 
-    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx: int,
+    def on_validation_batch_end(self, trainer, pl_module, outputs: torch.Tensor | None, batch, batch_idx: int,
                                 dataloader_idx: int = 0) -> None:
+        """Lightning hook: keep the batch's translated frames on the host, for the validation video."""
         if outputs is not None and not trainer.sanity_checking:
             self._frames.append(outputs.detach().float().cpu())
 
-    def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+    def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: TritonSystem) -> None:
+        """Lightning hook: record a row of ``val/`` measures, the plot and the video (not after the sanity check)."""
         frames, self._frames = self._frames, []
         if trainer.sanity_checking:
             return
         self._record(trainer, pl_module, frames)
 
     @rank_zero_only
-    def _record(self, trainer: pl.Trainer, pl_module: pl.LightningModule, frames: list[torch.Tensor]) -> None:
+    def _record(self, trainer: pl.Trainer, pl_module: TritonSystem, frames: list[torch.Tensor]) -> None:
         values = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val/")}
         if not values:
             return
@@ -139,4 +148,4 @@ class TrainingCurves(pl.Callback):
             write((frames.permute(0, 2, 3, 1).numpy() * 255).round().astype(np.uint8))
         logger = trainer.logger
         if logger is not None and hasattr(logger, "log_video"):
-            logger.log_video("val/sequence", [str(path)], step=batch)
+            logger.log_video("val/sequence", [str(path)], step=batch)  # pyright: ignore[reportAttributeAccessIssue]  # W&B's

@@ -20,6 +20,8 @@ the schedules is kept on the host.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import pytorch_lightning as pl
 import torch
 from torch import Tensor
@@ -42,6 +44,9 @@ from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import FrameState
 from triton_s2r.training.callbacks import NonFiniteGuard, Previews, RandomStates, WeightAverage
 from triton_s2r.training.step import Forward, StepResult
+
+if TYPE_CHECKING:
+    from pytorch_lightning.utilities.parsing import AttributeDict
 
 LOSS_TERMS = ("adversarial", "reconstruction", "content", "cycle", "surface_consistency", "surface_chroma_consistency",
               "texture_reality")
@@ -86,6 +91,10 @@ class TritonSystem(pl.LightningModule):
     """
 
     loss_terms: tuple[str, ...] = LOSS_TERMS
+    # For the type checker only (no value, so nothing changes at run time):
+    hparams: AttributeDict  # what save_hyperparameters leaves (Lightning types it AttributeDict | MutableMapping)
+    batches_done: Tensor  # 0-dim int64 buffer, registered in __init__
+    model_ema: TritonModel  # set by the WeightAverage callback when system.ema_decay is set
 
     def __init__(
         self,
@@ -135,7 +144,7 @@ class TritonSystem(pl.LightningModule):
         self._background_labels: list[int] = []
         if channels_last:
             for net in (model.generator_sim, model.generator_real, discriminator_sim, discriminator_real):
-                net.to(memory_format=torch.channels_last)
+                net.to(memory_format=torch.channels_last)  # pyright: ignore[reportCallIssue]  # torch's overloads omit it
         if compile_mode not in COMPILE_MODES:
             raise ValueError(f"system.compile_mode must be one of {COMPILE_MODES}, got {compile_mode!r}")
         self._reconstruction_loss, self._texture_reality_loss = reconstruction_loss, texture_reality_loss
@@ -156,6 +165,10 @@ class TritonSystem(pl.LightningModule):
     # ------------------------------------------------------------------------------------ setup
 
     def configure_optimizers(self):
+        """Lightning hook: Adam for G (groups ``generator`` and ``texture``) and for D, with StepLR if ``lr_step_size``.
+
+        The texture's rate is ``lr * texture_lr_factor``.
+        """
         h = self.hparams
         texture = list(self.model.texture.parameters())
         generators = [*self.model.generator_sim.parameters(), *self.model.generator_real.parameters()]
@@ -180,6 +193,7 @@ class TritonSystem(pl.LightningModule):
         return [*average, NonFiniteGuard(h.max_nonfinite_steps), Previews(h.preview_every_n_batches), RandomStates()]
 
     def setup(self, stage: str) -> None:
+        """Lightning hook: find the background labels of ``val/psnr_masked`` and any scene to render in the loop."""
         datamodule = getattr(self.trainer, "datamodule", None)
         labels = getattr(datamodule, "labels", None)
         # val/psnr_masked scores objects and robot, as eval's psnr_masked: the table is background.
@@ -200,8 +214,10 @@ class TritonSystem(pl.LightningModule):
         return [s for b, s in self.schedule if b <= self.batches_trained][-1]
 
     def _short_side_tensor(self) -> Tensor:
-        """``short_side()`` as a device tensor for logging, made once per stage (Lightning copies a logged
-        Python number to the device at every call, and that copy waits for the GPU)."""
+        """``short_side()`` as a device tensor for logging, made once per stage.
+
+        Lightning copies a logged Python number to the device at every call, and that copy waits for the GPU.
+        """
         side = self.short_side()
         if side not in self._side_tensors:
             self._side_tensors[side] = torch.tensor(float(side), device=self.device)
@@ -235,7 +251,7 @@ class TritonSystem(pl.LightningModule):
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
         """One batch: a forward pass, the discriminator phase on it, then the generator phase."""
-        opt_g, opt_d = self.optimizers()
+        opt_g, opt_d = self.optimizers()  # pyright: ignore[reportGeneralTypeIssues]  # a list: two optimizers
         if self._cuda_graphs:
             torch.compiler.cudagraph_mark_step_begin()  # the last step's graph outputs may now be overwritten
         out = self._forward(*self._inputs(batch))
@@ -255,6 +271,7 @@ class TritonSystem(pl.LightningModule):
         self.last_step = StepResult(forward=out, losses=losses, skipped=skipped_d | skipped_g)
 
     def on_train_batch_end(self, outputs, batch, batch_idx: int) -> None:
+        """Lightning hook: drop the step's result once the callbacks have read it."""
         self.last_step = None  # the callbacks (called before this hook) have read it; free the batch's tensors
 
     def _discriminator_phase(self, out: Forward, optimizer) -> tuple[Tensor, Tensor]:
@@ -270,7 +287,8 @@ class TritonSystem(pl.LightningModule):
         terms = self._generator_terms(out)
         for d in discriminators:
             d.requires_grad_(True)
-        loss_g = sum(self.loss_weights[name] * value for name, value in terms.items())
+        # A Tensor: a step needs at least one weighted term (typeshed's sum also allows its start value, 0).
+        loss_g = cast(Tensor, sum(self.loss_weights[name] * value for name, value in terms.items()))
         return terms, loss_g, self._optimize(optimizer, loss_g)
 
     @torch.no_grad()
@@ -316,6 +334,7 @@ class TritonSystem(pl.LightningModule):
     def _discriminator_loss(self, out: Forward) -> Tensor:
         """LSGAN/hinge D loss on the detached translations of this batch's forward pass."""
         gan = self.losses.gan_type
+        assert out.x_ba is not None  # set by _forward (PairedSystem has its own discriminator loss)
         # Discriminators run under autocast; their logits are cast to fp32 for the loss (_logits).
         return self.loss_weights["adversarial"] * (
             discriminator_adversarial_loss(self._logits(self.discriminator_real, out.real),
@@ -346,6 +365,7 @@ class TritonSystem(pl.LightningModule):
         surface_losses_on = self.batches_trained >= s.surface_losses_from
         sim_range = 2.0 * max(1.0, m.sim_input.hint_multiplier + m.sim_input.texture_multiplier)
         x_a, real, x_ab, x_ba = out.x_a, out.real, out.x_ab, out.x_ba
+        assert x_ba is not None and out.c_a is not None and out.c_b is not None  # set by _forward (not PairedSystem's)
 
         def omega(prediction: Tensor, target: Tensor, data_range: float, criterion: str = s.criterion) -> Tensor:
             with torch.autocast(self.device.type, enabled=False):  # MS-SSIM's filters in fp32
@@ -398,4 +418,5 @@ class TritonSystem(pl.LightningModule):
         return [] if schedulers is None else list(schedulers) if isinstance(schedulers, list) else [schedulers]
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
+        """Lightning hook: restore the batch count from the checkpoint's ``batches_done`` buffer."""
         self.batches_trained = int(checkpoint["state_dict"]["batches_done"])  # RNG states: RandomStates

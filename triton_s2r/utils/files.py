@@ -34,7 +34,7 @@ def atomic_write(path: str | os.PathLike) -> Iterator[Path]:
 def atomic_savez(path: str | os.PathLike, **arrays: np.ndarray | str) -> None:
     """``np.savez`` through ``atomic_write``."""
     with atomic_write(path) as tmp, open(tmp, "wb") as f:
-        np.savez(f, **arrays)
+        np.savez(f, **arrays)  # pyright: ignore[reportArgumentType]  # no array is named allow_pickle
 
 
 def write_image(path: str | os.PathLike, rgb: np.ndarray) -> None:
