@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import random
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 import numpy as np
 import pytorch_lightning as pl
@@ -28,9 +28,7 @@ from torch.optim.swa_utils import get_ema_multi_avg_fn
 
 from triton_s2r.models.triton import to_unit
 from triton_s2r.runs.run_dir import RunDir
-
-if TYPE_CHECKING:
-    from triton_s2r.training.system import TritonSystem  # which imports this module
+from triton_s2r.training.step import SteppedSystem
 
 #: Batches between reads of the non-finite step counters (each read waits for the GPU).
 NONFINITE_CHECK_EVERY = 10
@@ -56,7 +54,7 @@ class WeightAverage(pl.Callback):
     def __init__(self, decay: float) -> None:
         self.decay = decay
 
-    def setup(self, trainer: pl.Trainer, pl_module: TritonSystem, stage: str) -> None:
+    def setup(self, trainer: pl.Trainer, pl_module: SteppedSystem, stage: str) -> None:
         """Lightning hook: make ``model_ema``, a frozen copy of the translator, unless the system has one already."""
         # Runs before a resumed run's checkpoint is loaded into the system, model_ema.* entries included.
         # Module.__getstate__ leaves compiled wrappers out, so the copy of a compiled model runs eagerly.
@@ -64,7 +62,7 @@ class WeightAverage(pl.Callback):
             pl_module.model_ema = copy.deepcopy(pl_module.model).requires_grad_(False)
 
     @torch.no_grad()
-    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: TritonSystem, outputs, batch,
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: SteppedSystem, outputs, batch,
                            batch_idx: int) -> None:
         """Lightning hook: move ``model_ema`` towards the weights just trained (decay warmed up); copy buffers."""
         t = pl_module.batches_trained - 1  # the batch just trained
@@ -91,7 +89,7 @@ class NonFiniteGuard(pl.Callback):
         self._counts = torch.zeros(2, dtype=torch.long)  # (all, consecutive) skipped steps
         self._last_losses: dict[str, torch.Tensor] = {}
 
-    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: TritonSystem, outputs, batch,
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: SteppedSystem, outputs, batch,
                            batch_idx: int) -> None:
         """Lightning hook: count the step if it was skipped (on the device); check every ``NONFINITE_CHECK_EVERY``."""
         step = pl_module.last_step
@@ -104,7 +102,7 @@ class NonFiniteGuard(pl.Callback):
         if pl_module.batches_trained % NONFINITE_CHECK_EVERY == 0:
             self._check(pl_module.batches_trained)
 
-    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: TritonSystem) -> None:
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: SteppedSystem) -> None:
         """Lightning hook: check the counts at every epoch end."""
         self._check(pl_module.batches_trained)
 
@@ -119,11 +117,11 @@ class NonFiniteGuard(pl.Callback):
                 "(system.gradient_clip_val) or resume from an earlier checkpoint"
             )
 
-    def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: TritonSystem, checkpoint: dict) -> None:
+    def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: SteppedSystem, checkpoint: dict) -> None:
         """Lightning hook: keep the total count of skipped steps in the checkpoint."""
         checkpoint["nonfinite_steps"] = int(self._counts[0])
 
-    def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: TritonSystem, checkpoint: dict) -> None:
+    def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: SteppedSystem, checkpoint: dict) -> None:
         """Lightning hook: restore the total count; the consecutive count starts again at 0."""
         self._counts = torch.tensor([checkpoint.get("nonfinite_steps", 0), 0])
 
@@ -143,7 +141,7 @@ class Previews(pl.Callback):
         self.every_n_batches = every_n_batches
 
     @torch.no_grad()
-    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: TritonSystem, outputs, batch,
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: SteppedSystem, outputs, batch,
                            batch_idx: int) -> None:
         """Lightning hook: write the preview grid and the baked textures every ``every_n_batches`` batches."""
         batches = pl_module.batches_trained
@@ -178,7 +176,7 @@ class RandomStates(pl.Callback):
     A resumed run so draws what an uninterrupted one draws (the step and the schedules live in the state dict).
     """
 
-    def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: TritonSystem, checkpoint: dict) -> None:
+    def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: SteppedSystem, checkpoint: dict) -> None:
         """Lightning hook: store the RNG states as plain types, so the checkpoint loads with ``weights_only=True``."""
         # This tuple with legacy=True (the default); numpy's stubs add legacy=False's dict to the return type.
         name, keys, pos, has_gauss, gauss = cast(tuple[str, np.ndarray, int, int, float], np.random.get_state())
@@ -188,7 +186,7 @@ class RandomStates(pl.Callback):
         if torch.cuda.is_available():
             checkpoint["rng"]["cuda"] = torch.cuda.get_rng_state_all()
 
-    def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: TritonSystem, checkpoint: dict) -> None:
+    def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: SteppedSystem, checkpoint: dict) -> None:
         """Lightning hook: restore the saved RNG states (CUDA's only where CUDA is available)."""
         rng = checkpoint.get("rng")
         if rng:

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 from torch import Tensor
+
+if TYPE_CHECKING:
+    from pytorch_lightning.loggers import Logger
+
+    from triton_s2r.models.triton import TritonModel
 
 
 @dataclass(frozen=True)
@@ -47,3 +53,29 @@ class StepResult:
     forward: Forward
     losses: dict[str, Tensor]
     skipped: Tensor
+
+
+class SteppedSystem(Protocol):
+    """What the callbacks read from the GAN system (``TritonSystem``), so they need not import it.
+
+    Attributes:
+        model: the translator being trained.
+        model_ema: its weight average (set by the ``WeightAverage`` callback).
+        batches_trained: batches trained so far, counted on the host.
+        last_step: the step just taken, until the batch ends.
+        logger: the run's logger, if any.
+    """
+
+    model: TritonModel
+    model_ema: TritonModel
+    batches_trained: int
+    last_step: StepResult | None
+
+    @property
+    def logger(self) -> Logger | None:
+        """The run's logger, if any (``LightningModule.logger``)."""
+        ...
+
+    def log(self, name: str, value: Any) -> None:
+        """Log a metric (``LightningModule.log``)."""
+        ...
