@@ -195,15 +195,8 @@ def _add_run_arguments(parser: argparse.ArgumentParser, name: str = "run_dir",
     parser.add_argument("--device", default="auto", help=f"{only}auto (CUDA if available), cpu, cuda, cuda:N")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``triton-s2r`` argument parser: one subcommand per job, each naming its handler in ``func``."""
-    parser = argparse.ArgumentParser(
-        prog="triton-s2r",
-        description="TRITON sim-to-real translation with neural neural textures for robot manipulation.",
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
+def _add_demo_command(sub: argparse._SubParsersAction) -> None:
+    """Add the ``demo`` subcommand (its arguments and handler) to ``sub``."""
     demo = sub.add_parser(
         "demo",
         help="the main job: build the benchmark, train, translate a test sequence to a side-by-side mp4, evaluate",
@@ -227,6 +220,9 @@ def build_parser() -> argparse.ArgumentParser:
                       "ignored when the run has finished already")
     demo.set_defaults(func=_demo)
 
+
+def _add_translate_command(sub: argparse._SubParsersAction) -> None:
+    """Add the ``translate`` subcommand (its arguments and handler) to ``sub``."""
     trans = sub.add_parser(
         "translate",
         help="translate a simulated sequence (dataset, UVL frames or states) with a trained run",
@@ -261,6 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
     trans.add_argument("--fps", type=_fps, default=10.0, help="video frame rate (frames per second, > 0)")
     trans.set_defaults(func=_translate)
 
+
+def _add_export_textures_command(sub: argparse._SubParsersAction) -> None:
+    """Add the ``export-textures`` subcommand (its arguments and handler) to ``sub``."""
     export = sub.add_parser(
         "export-textures",
         help="bake the learned textures to PNG and write the scene's meshes with them (OBJ, GLB)",
@@ -275,12 +274,18 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--resolution", type=int, default=1024, help="texture size in pixels")
     export.set_defaults(func=_export_textures)
 
+
+def _add_train_command(sub: argparse._SubParsersAction) -> None:
+    """Add the ``train`` subcommand (its arguments and handler) to ``sub``."""
     sub.add_parser(
         "train",
         help="train TRITON (Hydra overrides, e.g. experiment=tiny data.root=DIR; `train --help` lists groups)",
         add_help=False,
     )
 
+
+def _add_eval_command(sub: argparse._SubParsersAction) -> None:
+    """Add the ``eval`` subcommand (its arguments and handler) to ``sub``."""
     ev = sub.add_parser(
         "eval",
         help="metrics of a trained run, or of any translator's frames, on a benchmark dataset (PSNR, SSIM, "
@@ -311,6 +316,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="texels per side at which learned and hidden textures are compared")
     ev.set_defaults(func=_eval)
 
+
+def _add_downstream_command(sub: argparse._SubParsersAction) -> None:
+    """Add the ``downstream`` subcommand (its arguments and handler) to ``sub``."""
     down = sub.add_parser(
         "downstream",
         help="the paper's pose experiment: train a small CNN on a source's images, test it on the real frames",
@@ -343,6 +351,9 @@ def build_parser() -> argparse.ArgumentParser:
     down.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:N")
     down.set_defaults(func=_downstream)
 
+
+def _add_make_dataset_command(sub: argparse._SubParsersAction) -> None:
+    """Add the ``make-dataset`` subcommand (its arguments and handler) to ``sub``."""
     make = sub.add_parser(
         "make-dataset",
         help="build the tabletop robot benchmark (sim UVL frames + paired path-traced 'real' frames)",
@@ -375,6 +386,9 @@ def build_parser() -> argparse.ArgumentParser:
                       "refused, and a folder built with the same arguments is resumed")
     make.set_defaults(func=_make_dataset)
 
+
+def _add_render_sim_command(sub: argparse._SubParsersAction) -> None:
+    """Add the ``render-sim`` subcommand (its arguments and handler) to ``sub``."""
     sim = sub.add_parser(
         "render-sim",
         help="render your simulator's trajectory (robot from a URDF, objects, camera) to UVL frames for training",
@@ -394,6 +408,19 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--batch-size", type=int, default=8, help="frames per render call")
     sim.add_argument("--uvl-format", choices=["png", "exr"], default="png", help="UVL file format")
     sim.set_defaults(func=_render_sim)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``triton-s2r`` argument parser: one subcommand per job, each naming its handler in ``func``."""
+    parser = argparse.ArgumentParser(
+        prog="triton-s2r",
+        description="TRITON sim-to-real translation with neural neural textures for robot manipulation.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in (_add_demo_command, _add_translate_command, _add_export_textures_command, _add_train_command,
+                _add_eval_command, _add_downstream_command, _add_make_dataset_command, _add_render_sim_command):
+        add(sub)
     return parser
 
 
