@@ -9,6 +9,8 @@ Usage::
     python -m benchmarks.results --data DIR --budget-seconds 390 --methods triton no_texture --concurrent
     python -m benchmarks.results --data DIR --budget-seconds 420 --methods triton no_texture --seeds 0 1 2 \
         --concurrent                                # six runs at once, spread over every visible GPU
+    python -m benchmarks.results --data DIR --budget-seconds 1200 --methods triton no_texture --seeds 0 1 2 3 \
+        --concurrent --compile      # compiled: one untimed run per method fills the compile cache first
 
 Each run is ``triton-s2r train`` with the base recipe below plus the method's experiment (``triton``: the
 defaults, i.e. full TRITON) and ``seed=S``, stopped by Lightning's ``max_time``; then ``triton-s2r eval`` on
@@ -33,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,30 +86,63 @@ class Outcome:
     curves: list[dict]
 
 
-def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool, paired: bool) -> list[str]:
+def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool, paired: bool,
+                   compile_: bool = False, epochs: int = 100000) -> list[str]:
+    """The recipe every run shares; ``compile_``: compiled with CUDA graphs; ``epochs`` of 50 batches at most."""
     hours, rest = divmod(budget_seconds, 3600)
     return [
         f"data.root={data}", "data.build_preset=null",
         f"data.sim_source={'render' if gpu and not paired else 'frames'}",
         "data.steps_per_epoch=50", "data.num_workers=4", f"trainer={'gpu' if gpu else 'cpu'}",
-        "trainer.max_epochs=100000", f"+trainer.max_time=00:{hours:02d}:{rest // 60:02d}:{rest % 60:02d}",
+        f"trainer.max_epochs={epochs}", f"+trainer.max_time=00:{hours:02d}:{rest // 60:02d}:{rest % 60:02d}",
         "trainer.enable_progress_bar=false", "logger=csv", "system.crop_size=256",
         "system.resolution_schedule=[[0,256]]",
         "system.preview_every_n_batches=500", f"hydra.run.dir={run_dir}",
+        *(["system.compile=true", "system.compile_mode=reduce-overhead"] if compile_ else []),
     ]
 
 
+def fill_compile_cache(rows: list[tuple[str, list[str]]], data: str, runs: Path, gpus: Sequence[str | None],
+                       threads: int) -> None:
+    """Compile each row's step once, all rows at once over the GPUs, in a one-epoch run per row.
+
+    Inductor keeps what it compiled on disk (its cache), so the timed runs of the same shapes start in seconds
+    instead of spending minutes of their budget compiling. A row whose warm-up finished before is skipped.
+    """
+
+    def warm(index: int, name: str, overrides: list[str]) -> None:
+        run_dir = runs / "compile-cache" / name
+        done = run_dir / "done.txt"
+        if done.is_file():
+            return
+        gpu = gpus[index % len(gpus)]
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads), **({"CUDA_VISIBLE_DEVICES": gpu} if gpu else {}))
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "triton_s2r.train",
+                        *base_overrides(data, 3600, run_dir, gpu is not None, name == "oracle", True, epochs=1),
+                        *overrides], check=True, env=env)
+        with atomic_write(done) as tmp:
+            tmp.write_text(f"{time.perf_counter() - start:.1f}\n")
+        print(f"{name}: compiled in a one-epoch run of {float(done.read_text()):.0f} s", flush=True)
+
+    with ThreadPoolExecutor(max_workers=len(rows)) as pool:
+        for future in [pool.submit(warm, i, name, overrides) for i, (name, overrides) in enumerate(rows)]:
+            future.result()
+
+
 def train_and_evaluate(run: Run, data: str, budget_seconds: int, gpu: str | None, threads: int,
-                       downstream: bool) -> Outcome:
+                       downstream: bool, compile_: bool = False) -> Outcome:
     """Train ``run`` with ``threads`` CPU threads, then evaluate it.
 
-    It trains on GPU index ``gpu`` (the CPU when None), and a pose regressor on its translations when ``downstream``.
+    It trains on GPU index ``gpu`` (the CPU when None), compiled when ``compile_`` (see ``base_overrides``), and a
+    pose regressor on its translations when ``downstream``.
     """
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), **({"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {}))
     trained = run.run_dir / "train_seconds.txt"  # written when training ends: a rerun skips finished steps
     if not trained.is_file():
         train = [sys.executable, "-m", "triton_s2r.train",
-                 *base_overrides(data, budget_seconds, run.run_dir, gpu is not None, run.name == "oracle"),
+                 *base_overrides(data, budget_seconds, run.run_dir, gpu is not None, run.name == "oracle",
+                                 compile_),
                  *run.overrides, f"seed={run.seed}"]
         start = time.perf_counter()
         subprocess.run(train, check=True, env=env)
@@ -228,7 +264,12 @@ def main() -> None:
                              "the real frames and the UVL images once per seed (joint_error_deg, ...)")
     parser.add_argument("--variant", nargs="+", action="append", default=[], metavar=("NAME", "OVERRIDE"),
                         help="an extra row: NAME, then Hydra overrides added to full TRITON's (repeatable)")
+    parser.add_argument("--compile", action="store_true",
+                        help="GPU: train compiled with CUDA graphs (about twice the eager batches), after one "
+                             "untimed one-epoch run per row that fills the compile cache")
     args = parser.parse_args()
+    if args.compile and args.cpu:
+        parser.error("--compile is for GPU runs")
 
     rows = [(method, METHODS[method]) for method in args.methods] + [(v[0], v[1:]) for v in args.variant]
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")  # a run's CUDA_VISIBLE_DEVICES names one of these
@@ -239,6 +280,8 @@ def main() -> None:
             for s, seed in enumerate(args.seeds) for r, (name, overrides) in enumerate(rows)]
     workers = len(runs) if args.concurrent else len(gpus)
     threads = max(1, len(os.sched_getaffinity(0)) // workers)  # runs at once share the cores, not oversubscribe
+    if args.compile:
+        fill_compile_cache(rows, args.data, args.runs, gpus, threads)
     free_gpus: queue.Queue = queue.Queue()
     for gpu in gpus:
         free_gpus.put(gpu)
@@ -246,14 +289,15 @@ def main() -> None:
     def on_next_free_gpu(run: Run) -> Outcome:
         gpu = free_gpus.get()
         try:
-            return train_and_evaluate(run, args.data, args.budget_seconds, gpu, threads, args.downstream)
+            return train_and_evaluate(run, args.data, args.budget_seconds, gpu, threads, args.downstream,
+                                      args.compile)
         finally:
             free_gpus.put(gpu)
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         if args.concurrent:
             futures = [pool.submit(train_and_evaluate, run, args.data, args.budget_seconds, gpu, threads,
-                                   args.downstream) for run, gpu in runs]
+                                   args.downstream, args.compile) for run, gpu in runs]
         else:
             futures = [pool.submit(on_next_free_gpu, run) for run, _ in runs]
         outcomes = [future.result() for future in futures]
