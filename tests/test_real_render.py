@@ -65,7 +65,7 @@ def test_render_real_is_deterministic_and_frames_are_independent_of_batching(fra
 
 
 def test_a_reused_renderer_gives_the_pixels_of_fresh_ones_in_any_order(frames, appearance) -> None:
-    # make_dataset renders every real frame with one RealRenderer, which makes the meshes once and moves them.
+    # make_dataset renders every real frame with one RealRenderer, which makes the meshes once and places them.
     scene, state = frames
     poses = state.object_poses.clone()
     c, s = math.cos(0.7), math.sin(0.7)

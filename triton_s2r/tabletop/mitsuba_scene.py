@@ -3,8 +3,9 @@
 Each piece matches what the UVL rasterizer sees: the same posed geometry (``posed_shapes``) and the same
 OpenCV camera (``frame_sensor``), so every "real" frame is pixel-aligned with its UVL frame.
 
-Meshes are made once and moved from frame to frame (``repose_shapes``) rather than made anew: a mesh holds the
-same vertices either way, so a scene built from them renders the same pixels, bit for bit.
+For a batch of frames, ``shape_groups`` makes every mesh once in its own frame (with its BVH) and
+``posed_instances`` places it per frame, so a frame's scene costs a BVH over a few instances instead of one
+over every triangle.
 """
 
 from __future__ import annotations
@@ -30,25 +31,25 @@ def posed_shapes(mi: ModuleType, scene: Scene, state: FrameState, index: int, bs
             for i, (obj, pose) in enumerate(zip(scene.objects, poses, strict=True))}
 
 
-def repose_shapes(shapes: dict[str, Any], scene: Scene, state: FrameState, index: int) -> None:
-    """Move the meshes of a ``posed_shapes`` result to frame ``index``, in place (vertex positions and normals).
+def shape_groups(mi: ModuleType, scene: Scene, bsdfs: dict[int, Any]) -> dict[str, Any]:
+    """``load_dict`` entries of one ``shapegroup`` per object: its mesh in its own frame, built once (BVH too)."""
+    identity = np.eye(4)
+    return {_group_key(i): mi.load_dict({"type": "shapegroup", "mesh": _mitsuba_mesh(
+                mi, obj.name, render_mesh(obj.mesh), identity, bsdfs[obj.label])})
+            for i, obj in enumerate(scene.objects)}
 
-    Args:
-        shapes: ``{key: mi.traverse(mesh)}`` of the meshes ``posed_shapes`` made for this scene.
-        scene: the scene.
-        state: the frames' object poses.
-        index: the frame.
+
+def posed_instances(mi: ModuleType, groups: dict[str, Any], state: FrameState, index: int) -> dict:
+    """``load_dict`` entries that place each object's shape group (``shape_groups``) at its pose in frame ``index``.
+
+    The scene dictionary must hold ``groups`` too (Mitsuba builds an instance's scene from its group's).
     """
-    for i, (obj, pose) in enumerate(zip(scene.objects, _poses(state, index), strict=True)):
-        params = shapes[_shape_key(i)]
-        positions, normals = posed_vertices(render_mesh(obj.mesh), pose)
-        floats = type(params["vertex_positions"])
-        params["vertex_positions"] = floats(positions.ravel())
-        params["vertex_normals"] = floats(normals.ravel())
-        params.update()  # new bounding box (and no recomputed normals, since ours came with the positions)
+    return {_shape_key(i): {"type": "instance", "shapegroup": groups[_group_key(i)],
+                            "to_world": mi.ScalarTransform4f(pose.tolist())}
+            for i, pose in enumerate(_poses(state, index))}
 
 
-def posed_vertices(mesh: RenderMesh, world_from_object: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _posed_vertices(mesh: RenderMesh, world_from_object: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(V, 3) float32 world-space positions and unit normals (by the inverse transpose) of a posed mesh."""
     linear, shift = world_from_object[:3, :3], world_from_object[:3, 3]
     positions = mesh.positions @ linear.T + shift
@@ -65,9 +66,13 @@ def _shape_key(i: int) -> str:
     return f"object_{i:03d}"
 
 
+def _group_key(i: int) -> str:
+    return f"group_{i:03d}"
+
+
 def _mitsuba_mesh(mi: ModuleType, name: str, mesh: RenderMesh, world_from_object: np.ndarray, bsdf: Any) -> Any:
     """A ``mi.Mesh`` with the vertices posed in world space."""
-    positions, normals = posed_vertices(mesh, world_from_object)
+    positions, normals = _posed_vertices(mesh, world_from_object)
     props = mi.Properties()
     props["bsdf"] = bsdf
     out = mi.Mesh(name, len(positions), len(mesh.faces), props, has_vertex_normals=True, has_vertex_texcoords=True)
