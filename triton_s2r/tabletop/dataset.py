@@ -169,7 +169,7 @@ def make_dataset(
 
         appearance = make_appearance(scene, seed=seed)
         write_hidden_albedo(root, scene.labels, appearance)  # for eval's texture recovery only
-        # One Mitsuba scene for every real frame: each frame only moves meshes, camera and lights.
+        # Meshes, their BVHs and BSDFs are made once for all real frames; each frame places the meshes.
         real_renderer = RealRenderer(scene, appearance, spp=p.spp, seed=seed)
     for split_index, split in enumerate(splits):
         todo = [i for i in range(split.state.batch_size) if i % count == index]

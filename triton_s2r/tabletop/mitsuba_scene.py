@@ -33,10 +33,11 @@ def posed_shapes(mi: ModuleType, scene: Scene, state: FrameState, index: int, bs
 
 def shape_groups(mi: ModuleType, scene: Scene, bsdfs: dict[int, Any]) -> dict[str, Any]:
     """``load_dict`` entries of one ``shapegroup`` per object: its mesh in its own frame, built once (BVH too)."""
-    identity = np.eye(4)
-    return {_group_key(i): mi.load_dict({"type": "shapegroup", "mesh": _mitsuba_mesh(
-                mi, obj.name, render_mesh(obj.mesh), identity, bsdfs[obj.label])})
-            for i, obj in enumerate(scene.objects)}
+    groups = {}
+    for i, obj in enumerate(scene.objects):
+        mesh = _mitsuba_mesh(mi, obj.name, render_mesh(obj.mesh), np.eye(4), bsdfs[obj.label])
+        groups[_group_key(i)] = mi.load_dict({"type": "shapegroup", "mesh": mesh})
+    return groups
 
 
 def posed_instances(mi: ModuleType, groups: dict[str, Any], state: FrameState, index: int) -> dict:
