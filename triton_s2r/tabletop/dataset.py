@@ -174,13 +174,15 @@ def make_dataset(
     _write_manifest(root, scene, p, build, splits)
 
     rasterizer = make_rasterizer(backend)
-    appearance = None
+    real_renderer = None
     if any(split.real for split in splits):
         from triton_s2r.tabletop.appearance import make_appearance
-        from triton_s2r.tabletop.real import render_real
+        from triton_s2r.tabletop.real import RealRenderer
 
         appearance = make_appearance(scene, seed=seed)
         write_hidden_albedo(root, scene.labels, appearance)  # for eval's texture recovery only
+        # Meshes, their BVHs and BSDFs are made once for all real frames; each frame places the meshes.
+        real_renderer = RealRenderer(scene, appearance, spp=p.spp, seed=seed)
     for split_index, split in enumerate(splits):
         todo = [i for i in range(split.state.batch_size) if i % count == index]
         uvl_dir, real_dir = root / split.name / "uvl", root / split.name / "real"
@@ -198,10 +200,10 @@ def make_dataset(
                     for j, i in enumerate(chunk):
                         write_uvl(uvl_dir / f"{i:06d}.{uvl_format}", uvl[j])
                 if split.real:
+                    assert real_renderer is not None
                     # Frame ids unique across splits, so every frame gets its own lighting and noise.
                     ids = [split_index * 1_000_000 + i for i in chunk]
-                    assert appearance is not None  # made above, as a split is real
-                    images = render_real(scene, state, appearance=appearance, spp=p.spp, seed=seed, frame_ids=ids)
+                    images = real_renderer.render(state, frame_ids=ids)
                     for j, i in enumerate(chunk):
                         write_image(real_dir / f"{i:06d}.png", images[j])
                 bar.update(len(chunk))

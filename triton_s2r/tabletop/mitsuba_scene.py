@@ -2,6 +2,10 @@
 
 Each piece matches what the UVL rasterizer sees: the same posed geometry (``posed_shapes``) and the same
 OpenCV camera (``frame_sensor``), so every "real" frame is pixel-aligned with its UVL frame.
+
+For a batch of frames, ``shape_groups`` makes every mesh once in its own frame (with its BVH) and
+``posed_instances`` places it per frame, so a frame's scene costs a BVH over a few instances instead of one
+over every triangle.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from triton_s2r.render.camera import Camera
-from triton_s2r.render.mesh import Mesh
 from triton_s2r.render.scene import FrameState, Scene
 from triton_s2r.tabletop.camera_effects import srgb_to_linear
 from triton_s2r.tabletop.lighting import FrameLighting
@@ -23,24 +26,61 @@ from triton_s2r.tabletop.render_mesh import RenderMesh, render_mesh
 
 def posed_shapes(mi: ModuleType, scene: Scene, state: FrameState, index: int, bsdfs: dict[int, Any]) -> dict:
     """``load_dict`` entries of every object posed for frame ``index``."""
-    poses = state.object_poses[index].detach().cpu().numpy().astype(np.float64)
-    return {f"object_{i:03d}": _mitsuba_mesh(mi, obj.name, render_mesh(obj.mesh), pose, bsdfs[obj.label])
+    poses = _poses(state, index)
+    return {_shape_key(i): _mitsuba_mesh(mi, obj.name, render_mesh(obj.mesh), pose, bsdfs[obj.label])
             for i, (obj, pose) in enumerate(zip(scene.objects, poses, strict=True))}
 
 
-def _mitsuba_mesh(mi: ModuleType, name: str, mesh: RenderMesh, world_from_object: np.ndarray, bsdf: Any) -> Any:
-    """A ``mi.Mesh`` with the vertices posed in world space (normals by the inverse transpose)."""
+def shape_groups(mi: ModuleType, scene: Scene, bsdfs: dict[int, Any]) -> dict[str, Any]:
+    """``load_dict`` entries of one ``shapegroup`` per object: its mesh in its own frame, built once (BVH too)."""
+    groups = {}
+    for i, obj in enumerate(scene.objects):
+        mesh = _mitsuba_mesh(mi, obj.name, render_mesh(obj.mesh), np.eye(4), bsdfs[obj.label])
+        groups[_group_key(i)] = mi.load_dict({"type": "shapegroup", "mesh": mesh})
+    return groups
+
+
+def posed_instances(mi: ModuleType, groups: dict[str, Any], state: FrameState, index: int) -> dict:
+    """``load_dict`` entries that place each object's shape group (``shape_groups``) at its pose in frame ``index``.
+
+    The scene dictionary must hold ``groups`` too (Mitsuba builds an instance's scene from its group's).
+    """
+    return {_shape_key(i): {"type": "instance", "shapegroup": groups[_group_key(i)],
+                            "to_world": mi.ScalarTransform4f(pose.tolist())}
+            for i, pose in enumerate(_poses(state, index))}
+
+
+def _posed_vertices(mesh: RenderMesh, world_from_object: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(V, 3) float32 world-space positions and unit normals (by the inverse transpose) of a posed mesh."""
     linear, shift = world_from_object[:3, :3], world_from_object[:3, 3]
     positions = mesh.positions @ linear.T + shift
     normals = mesh.normals @ np.linalg.inv(linear)
     normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-20)
+    return positions.astype(np.float32), normals.astype(np.float32)
+
+
+def _poses(state: FrameState, index: int) -> np.ndarray:
+    return state.object_poses[index].detach().cpu().numpy().astype(np.float64)
+
+
+def _shape_key(i: int) -> str:
+    return f"object_{i:03d}"
+
+
+def _group_key(i: int) -> str:
+    return f"group_{i:03d}"
+
+
+def _mitsuba_mesh(mi: ModuleType, name: str, mesh: RenderMesh, world_from_object: np.ndarray, bsdf: Any) -> Any:
+    """A ``mi.Mesh`` with the vertices posed in world space."""
+    positions, normals = _posed_vertices(mesh, world_from_object)
     props = mi.Properties()
     props["bsdf"] = bsdf
     out = mi.Mesh(name, len(positions), len(mesh.faces), props, has_vertex_normals=True, has_vertex_texcoords=True)
     params = mi.traverse(out)
     floats, ints = type(params["vertex_positions"]), type(params["faces"])
-    params["vertex_positions"] = floats(positions.astype(np.float32).ravel())
-    params["vertex_normals"] = floats(normals.astype(np.float32).ravel())
+    params["vertex_positions"] = floats(positions.ravel())
+    params["vertex_normals"] = floats(normals.ravel())
     params["vertex_texcoords"] = floats(mesh.texcoords.ravel())
     params["faces"] = ints(mesh.faces.ravel())
     params.update()
@@ -97,20 +137,29 @@ def frame_sensor(mi: ModuleType, camera: Camera, index: int, sampler: dict) -> d
     }
 
 
-def world_bounds(scene: Scene, state: FrameState, index: int) -> tuple[np.ndarray, float]:
-    """Centre (3,) and radius of the bounding box of frame ``index``'s posed objects."""
+def object_corners(scene: Scene) -> list[np.ndarray]:
+    """(8, 3) float64 corners of each object's bounding box in its own frame, in ``scene.objects`` order."""
+    out = []
+    for obj in scene.objects:
+        lo, hi = obj.mesh.v_pos.min(0).values.double().numpy(), obj.mesh.v_pos.max(0).values.double().numpy()
+        out.append(np.array([[(lo, hi)[i][0], (lo, hi)[j][1], (lo, hi)[k][2]]
+                             for i in (0, 1) for j in (0, 1) for k in (0, 1)]))
+    return out
+
+
+def world_bounds(corners: list[np.ndarray], state: FrameState, index: int) -> tuple[np.ndarray, float]:
+    """Centre (3,) and radius of the bounding box of frame ``index``'s posed objects.
+
+    Args:
+        corners: ``object_corners(scene)`` (computed once: it reads every vertex).
+        state: the frames' object poses.
+        index: the frame.
+    """
     lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
-    poses = state.object_poses[index].detach().cpu().numpy().astype(np.float64)
-    for obj, pose in zip(scene.objects, poses, strict=True):
-        corners = _box_corners(obj.mesh) @ pose[:3, :3].T + pose[:3, 3]
-        lo, hi = np.minimum(lo, corners.min(0)), np.maximum(hi, corners.max(0))
+    for box, pose in zip(corners, _poses(state, index), strict=True):
+        posed = box @ pose[:3, :3].T + pose[:3, 3]
+        lo, hi = np.minimum(lo, posed.min(0)), np.maximum(hi, posed.max(0))
     return (lo + hi) / 2, float(np.linalg.norm(hi - lo) / 2)
-
-
-def _box_corners(mesh: Mesh) -> np.ndarray:
-    """(8, 3) corners of a mesh's object-frame bounding box."""
-    lo, hi = mesh.v_pos.min(0).values.double().numpy(), mesh.v_pos.max(0).values.double().numpy()
-    return np.array([[(lo, hi)[i][0], (lo, hi)[j][1], (lo, hi)[k][2]] for i in (0, 1) for j in (0, 1) for k in (0, 1)])
 
 
 def frame_lights(mi: ModuleType, env: np.ndarray, lighting: FrameLighting, centre: np.ndarray, radius: float) -> dict:

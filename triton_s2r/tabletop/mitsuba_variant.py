@@ -4,9 +4,10 @@ Variant, in order: the ``variant`` argument; the ``TRITON_MITSUBA_VARIANT`` envi
 of ``cuda_ad_rgb`` (when an NVIDIA driver is present) and ``llvm_ad_rgb`` (when a libLLVM >= 19 is
 installed) whose tiny probe render succeeds in a child process (checked once per process, so a crash cannot
 take this process down); else ``scalar_rgb``. ``llvm_ad_rgb`` is about 2.5x faster than ``scalar_rgb`` on
-CPU but Debian 12's default libLLVM-15 aborts inside drjit's JIT, hence the probe. Only ``scalar_rgb`` was
-run when this module was written. The variant changes Monte Carlo noise, so images are reproducible for a
-given variant only.
+CPU, but Debian 12's libLLVM-15 aborts inside drjit 1.5's JIT ("Cannot select: fminimum"), hence both the
+version floor and the probe. The variant changes the Monte Carlo noise (each has its own random streams), so
+images are reproducible for a given variant only; ``tests/test_real_render.py`` checks that the JIT variants
+agree with ``scalar_rgb`` up to that noise wherever they run.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ CUDA_VARIANT = "cuda_ad_rgb"
 LLVM_VARIANT = "llvm_ad_rgb"
 FALLBACK_VARIANT = "scalar_rgb"
 
-# A child process renders one tiny image with a JIT variant; exit code 0 means that variant works.
+# A child process renders one tiny image with a variant; exit code 0 means that variant works. (Mitsuba 3.9
+# renders nothing without an integrator: "No integrator specified!")
 _PROBE = (
     "import sys, mitsuba as mi; mi.set_variant(sys.argv[1]); "
-    "s = mi.load_dict({'type': 'scene', 'shape': {'type': 'sphere'}, 'light': {'type': 'constant'}, "
+    "s = mi.load_dict({'type': 'scene', 'integrator': {'type': 'path'}, 'shape': {'type': 'sphere'}, "
+    "'light': {'type': 'constant'}, "
     "'sensor': {'type': 'perspective', 'film': {'type': 'hdrfilm', 'width': 4, 'height': 4}}}); "
     "mi.render(s, spp=1).numpy()"
 )
@@ -41,23 +44,28 @@ def select_variant(variant: str | None = None) -> str:
     return variant or os.environ.get(VARIANT_ENV) or _auto_variant()
 
 
-@functools.cache
 def _auto_variant() -> str:
-    """The first JIT variant whose probe render succeeds in a child process, else ``scalar_rgb``."""
-    candidates = []
-    if os.path.exists("/dev/nvidia0") or shutil.which("nvidia-smi"):
-        candidates.append(CUDA_VARIANT)
+    """The first JIT variant that works here (``variant_works``), else ``scalar_rgb``."""
+    return next((name for name in (CUDA_VARIANT, LLVM_VARIANT) if variant_works(name)), FALLBACK_VARIANT)
+
+
+@functools.cache
+def variant_works(name: str) -> bool:
+    """Whether Mitsuba variant ``name`` renders here.
+
+    Its prerequisite must be present (an NVIDIA driver for ``cuda_ad_rgb``, a libLLVM >= 19 for ``llvm_ad_rgb``)
+    and a tiny render must succeed in a child process.
+    """
+    if name == CUDA_VARIANT and not (os.path.exists("/dev/nvidia0") or shutil.which("nvidia-smi")):
+        return False
     # Without libLLVM >= 19 drjit would load an older one and abort, so don't even probe.
-    if os.environ.get("DRJIT_LIBLLVM_PATH") or _has_libllvm(min_major=19):
-        candidates.append(LLVM_VARIANT)
-    for name in candidates:
-        try:
-            probe = subprocess.run([sys.executable, "-c", _PROBE, name], capture_output=True, timeout=300, check=False)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if probe.returncode == 0:
-            return name
-    return FALLBACK_VARIANT
+    if name == LLVM_VARIANT and not (os.environ.get("DRJIT_LIBLLVM_PATH") or _has_libllvm(min_major=19)):
+        return False
+    try:
+        probe = subprocess.run([sys.executable, "-c", _PROBE, name], capture_output=True, timeout=300, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
 
 
 def _has_libllvm(min_major: int) -> bool:
