@@ -15,11 +15,11 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
 from triton_s2r import __version__
+from triton_s2r.utils.arguments import HelpFormatter, fps, resolution, shard
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -122,53 +122,6 @@ def _render_sim(args: argparse.Namespace) -> int:
     return 0
 
 
-def _resolution(text: str) -> tuple[int, int]:
-    """Parse render-sim's --resolution (an argparse type): N (square) or HxW."""
-    try:
-        h, _, w = text.partition("x")
-        size = (int(h), int(w or h))
-    except ValueError:
-        size = (0, 0)
-    if min(size) < 1:
-        raise argparse.ArgumentTypeError(f"expected N or HxW in pixels such as 256 or 240x320, got {text!r}")
-    return size
-
-
-def _shard(text: str) -> tuple[int, int]:
-    try:
-        i, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected I/N such as 0/4, got {text!r}") from None
-    if not 0 <= i < n:
-        raise argparse.ArgumentTypeError(f"shard I/N needs 0 <= I < N, got {text!r}")
-    return i, n
-
-
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Help formatter that appends ``(default: X)`` only where that adds something.
-
-    That is where the help does not already speak of the default and there is one to show (not None, False or a
-    required argument).
-    """
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        text = action.help or ""
-        if "default" in text or action.required or action.default in (None, False, argparse.SUPPRESS):
-            return text
-        return super()._get_help_string(action)
-
-
-def _fps(text: str) -> float:
-    """Parse --fps (an argparse type): a positive, finite frame rate (0, negative or nan would leave an empty video)."""
-    try:
-        fps = float(text)
-    except ValueError:
-        fps = math.nan
-    if not math.isfinite(fps) or fps <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive, finite frame rate such as 10 or 29.97, got {text!r}")
-    return fps
-
-
 def _make_dataset(args: argparse.Namespace) -> int:
     from triton_s2r.tabletop.dataset import make_dataset
 
@@ -214,7 +167,7 @@ def _add_demo_command(sub: argparse._SubParsersAction) -> None:
                       help="render backend for building the dataset")
     demo.add_argument("--device", default="auto", help="device for translation: auto, cpu, cuda, cuda:N")
     demo.add_argument("--batch-size", type=int, default=16, help="frames per translation batch")
-    demo.add_argument("--fps", type=_fps, default=10.0, help="video frame rate (frames per second, > 0)")
+    demo.add_argument("--fps", type=fps, default=10.0, help="video frame rate (frames per second, > 0)")
     demo.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                       help="extra Hydra override for training (repeatable), e.g. trainer.max_epochs=2; "
                       "ignored when the run has finished already")
@@ -254,7 +207,7 @@ def _add_translate_command(sub: argparse._SubParsersAction) -> None:
                             "that compiles (up to minutes)")
     trans.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
                        help="render backend for states (auto: nvdiffrast when translating on CUDA)")
-    trans.add_argument("--fps", type=_fps, default=10.0, help="video frame rate (frames per second, > 0)")
+    trans.add_argument("--fps", type=fps, default=10.0, help="video frame rate (frames per second, > 0)")
     trans.set_defaults(func=_translate)
 
 
@@ -370,7 +323,7 @@ def _add_make_dataset_command(sub: argparse._SubParsersAction) -> None:
     make.add_argument("--seed", type=int, default=0, help="random seed (states, appearance, noise)")
     make.add_argument("--frames", type=int, default=None, help="frames per training split (overrides the preset)")
     make.add_argument("--resolution", type=int, default=None, help="image size in pixels (overrides the preset)")
-    make.add_argument("--shard", type=_shard, default=(0, 1),
+    make.add_argument("--shard", type=shard, default=(0, 1),
                       help="render only shard I of N (I/N; default: all frames)")
     make.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
                       help="render backend for the sim frames")
@@ -403,7 +356,7 @@ def _add_render_sim_command(sub: argparse._SubParsersAction) -> None:
     sim.add_argument("scene", type=Path, help="scene YAML file")
     sim.add_argument("states", type=Path, help="states file (.csv or .npz)")
     sim.add_argument("--out", type=Path, required=True, help="output folder")
-    sim.add_argument("--resolution", type=_resolution, default=(256, 256), help="N or HxW in pixels (default: 256)")
+    sim.add_argument("--resolution", type=resolution, default=(256, 256), help="N or HxW in pixels (default: 256)")
     sim.add_argument("--backend", choices=BACKEND_CHOICES, default="auto", help="render backend")
     sim.add_argument("--batch-size", type=int, default=8, help="frames per render call")
     sim.add_argument("--uvl-format", choices=["png", "exr"], default="png", help="UVL file format")
