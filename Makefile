@@ -9,7 +9,7 @@ demo:
 test:
 	@scripts/bootstrap.sh
 	.venv/bin/ruff check .
-	.venv/bin/basedpyright
+	.venv/bin/basedpyright -p .  # this checkout's pyproject.toml, not a config in a parent folder
 	.venv/bin/python -m pytest -m "not slow and not gpu"
 
 test-slow:
@@ -23,7 +23,7 @@ test-gpu:
 lint:
 	@scripts/bootstrap.sh
 	.venv/bin/ruff check .
-	.venv/bin/basedpyright
+	.venv/bin/basedpyright -p .  # this checkout's pyproject.toml, not a config in a parent folder
 
 bench:
 	@scripts/bootstrap.sh
