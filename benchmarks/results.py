@@ -88,7 +88,11 @@ class Outcome:
 
 def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool, paired: bool,
                    compile_: bool = False, epochs: int = 100000) -> list[str]:
-    """The recipe every run shares; ``compile_``: compiled with CUDA graphs; ``epochs`` of 50 batches at most."""
+    """The recipe every run shares.
+
+    ``compile_``: compiled with CUDA graphs; ``epochs``: the most epochs (50 batches each), when the time budget
+    does not end the run first.
+    """
     hours, rest = divmod(budget_seconds, 3600)
     return [
         f"data.root={data}", "data.build_preset=null",
