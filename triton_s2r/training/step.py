@@ -1,4 +1,4 @@
-"""What one training step computes (``Forward``) and what it leaves for the callbacks (``StepResult``)."""
+"""One training step: what it computes (``Forward``), leaves the callbacks (``StepResult``), shows them."""
 
 from __future__ import annotations
 
