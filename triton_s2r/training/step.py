@@ -1,4 +1,8 @@
-"""One training step: what it computes (``Forward``), leaves the callbacks (``StepResult``), shows them."""
+"""The data of one training step and what the callbacks see of it.
+
+``Forward``: what the step computes; ``StepResult``: what it leaves the callbacks; ``SteppedSystem``: what the
+callbacks read from the system.
+"""
 
 from __future__ import annotations
 
