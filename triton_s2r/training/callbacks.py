@@ -26,6 +26,7 @@ import pytorch_lightning as pl
 import torch
 from torch.optim.swa_utils import get_ema_multi_avg_fn
 
+from triton_s2r.inference.video import to_uint8
 from triton_s2r.models.triton import to_unit
 from triton_s2r.runs.run_dir import RunDir
 from triton_s2r.training.step import SteppedSystem
@@ -155,10 +156,10 @@ class Previews(pl.Callback):
         rows = [to_unit(out.x_a[:n, 3:6]), to_unit(out.projection[:n, :3]), to_unit(out.x_ab[:n]),
                 to_unit(out.real[:n])]
         grid = torch.cat([torch.cat(list(r), dim=2) for r in rows], dim=1)  # (3, 4H, nW)
-        image = (grid.permute(1, 2, 0).cpu().numpy() * 255).round().astype(np.uint8)
+        image = to_uint8(grid.permute(1, 2, 0).cpu().numpy())
         with trainer.precision_plugin.train_step_context():  # baked at the step's precision, as the step drew it
             textures = pl_module.model.texture.bake(64)[:, :3].float().clamp(0, 1)
-        tiles = (torch.cat(list(textures), dim=2).permute(1, 2, 0).cpu().numpy() * 255).round().astype(np.uint8)
+        tiles = to_uint8(torch.cat(list(textures), dim=2).permute(1, 2, 0).cpu().numpy())
         folder = RunDir(Path(trainer.default_root_dir)).preview_dir
         folder.mkdir(parents=True, exist_ok=True)
         write_image(folder / f"batch_{batches:07d}.png", image)

@@ -141,11 +141,11 @@ class TrainingCurves(pl.Callback):
             self._write_video(trainer, torch.cat(frames), batch)
 
     def _write_video(self, trainer: pl.Trainer, frames: torch.Tensor, batch: int) -> None:
-        from triton_s2r.inference.video import frame_writer
+        from triton_s2r.inference.video import frame_writer, to_uint8
 
         path = self.run.validation_video_path
         with frame_writer(path, fps=self.video_fps) as write:
-            write((frames.permute(0, 2, 3, 1).numpy() * 255).round().astype(np.uint8))
+            write(to_uint8(frames.permute(0, 2, 3, 1).numpy()))
         logger = trainer.logger
         if logger is not None and hasattr(logger, "log_video"):
             logger.log_video("val/sequence", [str(path)], step=batch)  # pyright: ignore[reportAttributeAccessIssue]  # W&B's
