@@ -106,6 +106,21 @@ def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool, pai
     ]
 
 
+def run_env(gpu: str | None, threads: int) -> dict[str, str]:
+    """The environment of a run's processes: ``threads`` CPU threads, and only GPU ``gpu`` visible (if any)."""
+    return dict(os.environ, OMP_NUM_THREADS=str(threads), **({"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {}))
+
+
+def train_once(overrides: list[str], marker: Path, env: dict[str, str]) -> float:
+    """Wall seconds of ``triton-s2r train OVERRIDES``, run only if ``marker`` (which keeps them) is missing."""
+    if not marker.is_file():  # written when training ends: a rerun skips finished training
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "triton_s2r.train", *overrides], check=True, env=env)
+        with atomic_write(marker) as tmp:
+            tmp.write_text(f"{time.perf_counter() - start:.1f}\n")
+    return float(marker.read_text())
+
+
 def fill_compile_cache(rows: list[tuple[str, list[str]]], data: str, runs: Path, gpus: Sequence[str | None],
                        threads: int) -> None:
     """Compile each row's step once, all rows at once over the GPUs, in a one-epoch run per row.
@@ -115,19 +130,10 @@ def fill_compile_cache(rows: list[tuple[str, list[str]]], data: str, runs: Path,
     """
 
     def warm(index: int, name: str, overrides: list[str]) -> None:
-        run_dir = runs / "compile-cache" / name
-        done = run_dir / "done.txt"
-        if done.is_file():
-            return
-        gpu = gpus[index % len(gpus)]
-        env = dict(os.environ, OMP_NUM_THREADS=str(threads), **({"CUDA_VISIBLE_DEVICES": gpu} if gpu else {}))
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "triton_s2r.train",
-                        *base_overrides(data, 3600, run_dir, gpu is not None, name == "oracle", True, epochs=1),
-                        *overrides], check=True, env=env)
-        with atomic_write(done) as tmp:
-            tmp.write_text(f"{time.perf_counter() - start:.1f}\n")
-        print(f"{name}: compiled in a one-epoch run of {float(done.read_text()):.0f} s", flush=True)
+        run_dir, gpu = runs / "compile-cache" / name, gpus[index % len(gpus)]
+        seconds = train_once([*base_overrides(data, 3600, run_dir, gpu is not None, name == "oracle", True, epochs=1),
+                              *overrides], run_dir / "done.txt", run_env(gpu, threads))
+        print(f"{name}: compiled in a one-epoch run of {seconds:.0f} s", flush=True)
 
     with ThreadPoolExecutor(max_workers=len(rows)) as pool:
         for future in [pool.submit(warm, i, name, overrides) for i, (name, overrides) in enumerate(rows)]:
@@ -141,18 +147,10 @@ def train_and_evaluate(run: Run, data: str, budget_seconds: int, gpu: str | None
     It trains on GPU index ``gpu`` (the CPU when None), compiled when ``compile_`` (see ``base_overrides``), and a
     pose regressor on its translations when ``downstream``.
     """
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), **({"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {}))
-    trained = run.run_dir / "train_seconds.txt"  # written when training ends: a rerun skips finished steps
-    if not trained.is_file():
-        train = [sys.executable, "-m", "triton_s2r.train",
-                 *base_overrides(data, budget_seconds, run.run_dir, gpu is not None, run.name == "oracle",
-                                 compile_),
-                 *run.overrides, f"seed={run.seed}"]
-        start = time.perf_counter()
-        subprocess.run(train, check=True, env=env)
-        with atomic_write(trained) as tmp:
-            tmp.write_text(f"{time.perf_counter() - start:.1f}\n")
-    seconds = float(trained.read_text())
+    env = run_env(gpu, threads)
+    seconds = train_once([*base_overrides(data, budget_seconds, run.run_dir, gpu is not None, run.name == "oracle",
+                                          compile_), *run.overrides, f"seed={run.seed}"],
+                         run.run_dir / "train_seconds.txt", env)
     metrics_path = run.run_dir / "metrics.json"
     if not metrics_path.is_file() or "haarpsi" not in json.loads(metrics_path.read_text()):
         subprocess.run([sys.executable, "-m", "triton_s2r.cli", "eval", str(run.run_dir), data, "--out",
