@@ -285,8 +285,6 @@ def translate_source(
     side_by_side: bool = False,
     batch_size: int = 16,
     fps: float = 10.0,
-    texture_resolution: int | None = 1024,
-    compile: bool = False,
     progress: bool = True,
 ) -> TranslateResult:
     """Translate every frame of ``source`` and write them to ``out`` (mp4 or PNG folder) as they are ready.
@@ -298,8 +296,6 @@ def translate_source(
         side_by_side: write the ``panel_images`` panel instead of the translation alone.
         batch_size: frames per model call.
         fps: video frame rate.
-        texture_resolution: ignored; the ``translator`` has its own (``Translator.from_run_dir``).
-        compile: ignored; the ``translator`` has its own (``Translator.from_run_dir``).
         progress: show a tqdm progress bar.
     """
     if batch_size < 1:
