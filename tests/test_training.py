@@ -342,6 +342,41 @@ def test_paired_augmentation_keeps_pairs_aligned() -> None:
     torch.testing.assert_close(photo_c[:, 2] * 10, label_c.float())
 
 
+def test_diff_augment_shifts_and_cuts_out_each_image_on_its_own() -> None:
+    from triton_s2r.data.augment import diff_augment
+
+    torch.manual_seed(0)
+    b, h, w = 8, 16, 24
+    images = (torch.arange(b * h * w, dtype=torch.float32) + 1).view(b, 1, h, w).requires_grad_()
+    moved = diff_augment(images, ["translation"], translation=0.25)
+    shifts = set()
+    for i in range(b):
+        kept = moved[i, 0].nonzero()[0]  # any pixel that shows the image: its value gives the shift
+        source = int(moved[i, 0, kept[0], kept[1]]) - 1 - i * h * w
+        dy, dx = int(kept[0]) - source // w, int(kept[1]) - source % w
+        assert abs(dy) <= h // 4 and abs(dx) <= w // 4
+        expected = torch.zeros(h, w)
+        expected[max(dy, 0):h + min(dy, 0), max(dx, 0):w + min(dx, 0)] = \
+            images[i, 0, max(-dy, 0):h - max(dy, 0), max(-dx, 0):w - max(dx, 0)]
+        torch.testing.assert_close(moved[i, 0], expected)
+        shifts.add((dy, dx))
+    assert len(shifts) > 1  # each image draws its own shift
+    holes = diff_augment(images, ["cutout"], cutout=0.5) == 0
+    assert holes.any() and (holes.flatten(1).sum(1) <= (h // 2) * (w // 2)).all()
+    diff_augment(images, ["translation", "cutout"]).sum().backward()
+    assert images.grad is not None and set(images.grad.unique().tolist()) <= {0.0, 1.0} and images.grad.any()
+    assert diff_augment(images, []) is images
+    with pytest.raises(ValueError, match="unknown discriminator augmentation"):
+        diff_augment(images, ["flip"])
+
+
+def test_discriminator_augmentation_trains_and_bad_names_are_refused(data_root, tmp_path) -> None:
+    run_dir = run(tmp_path, "augment", data_root, "trainer.max_epochs=1", "data.steps_per_epoch=2",
+                  "system.discriminator_augment=[translation,cutout]")
+    assert (run_dir / "checkpoints" / "last.ckpt").is_file()
+    fails(tmp_path, "bad", data_root, "system.discriminator_augment=[flip]")
+
+
 def test_no_experiment_on_a_cpu_warns_about_the_reference_networks(data_root, tmp_path) -> None:
     out = tmp_path / "paper_on_cpu"  # system.lr=0 stops it right after the warning, before any model is built
     assert main(["train", "logger=none", f"data.root={data_root}", f"hydra.run.dir={out}", "system.lr=0"]) == 2

@@ -1,11 +1,17 @@
-"""Training augmentation as in the reference (docs/method.md §1.4), done on the batch's device.
+"""Training augmentation, done on the batch's device.
 
-Random resize of the shorter side to a size from the current resolution stage, then a random crop.
-UVL data is resized with nearest neighbour only (UVs and labels never blend); photos bilinearly. The
-reference's circle mask (a laparoscopy leftover that corrupts labels) is deliberately absent.
+Crops as in the reference (docs/method.md §1.4): random resize of the shorter side to a size from the current
+resolution stage, then a random crop. UVL data is resized with nearest neighbour only (UVs and labels never
+blend); photos bilinearly. The reference's circle mask (a laparoscopy leftover that corrupts labels) is
+deliberately absent.
+
+Discriminator augmentation (ours, docs/method.md §3.2.1): ``diff_augment`` shifts and cuts out every image the
+discriminators see, real and translated alike, differentiably (DiffAugment, Zhao et al., NeurIPS 2020).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -95,3 +101,69 @@ def augment_paired(uv: Tensor, label: Tensor, images: Tensor, short_side: int, c
     size = resize_shorter_side(uv.shape[-2], uv.shape[-1], short_side)
     uv, label, images = _crops([*_resize_sim(uv, label, size), _resize_real(images, size)], size, crop, generator)
     return uv, label, images
+
+
+#: Augmentations ``diff_augment`` knows, in the order it applies them.
+DIFF_AUGMENTATIONS = ("translation", "cutout")
+
+
+def diff_augment(images: Tensor, policy: Sequence[str], translation: float = 0.125, cutout: float = 0.5) -> Tensor:
+    """Randomly shift and cut out each image, differentiably, with its own draw per image.
+
+    ``translation`` moves an image by a whole number of pixels, up to ``translation`` of its side in each
+    direction, filling with 0 (mid-grey in [-1, 1]); ``cutout`` sets a square of ``cutout`` of the side, placed
+    anywhere (partly outside the image too), to 0. Gradients reach every pixel that stays visible.
+
+    Args:
+        images: (B, C, H, W) float.
+        policy: names from ``DIFF_AUGMENTATIONS``; empty returns ``images`` itself.
+        translation: largest shift as a fraction of the side.
+        cutout: side of the cut-out square as a fraction of the image side.
+
+    Returns:
+        (B, C, H, W), the same dtype.
+
+    Raises:
+        ValueError: an unknown name in ``policy``.
+    """
+    check_diff_augment_policy(policy)
+    if "translation" in policy:
+        images = _translate(images, translation)
+    if "cutout" in policy:
+        images = _cut_out(images, cutout)
+    return images
+
+
+def check_diff_augment_policy(policy: Sequence[str]) -> None:
+    """Raise ValueError naming any entry of ``policy`` that is not in ``DIFF_AUGMENTATIONS``."""
+    unknown = set(policy) - set(DIFF_AUGMENTATIONS)
+    if unknown:
+        raise ValueError(f"unknown discriminator augmentation(s) {sorted(unknown)}; known: {DIFF_AUGMENTATIONS}")
+
+
+def _translate(images: Tensor, fraction: float) -> Tensor:
+    b, c, h, w = images.shape
+    rows, cols = _shifted_indices(b, h, fraction, images.device), _shifted_indices(b, w, fraction, images.device)
+    rows, cols = rows[:, :, None], cols[:, None, :]
+    inside = ((rows >= 0) & (rows < h) & (cols >= 0) & (cols < w))[:, None]  # (B, 1, H, W)
+    source = (rows.clamp(0, h - 1) * w + cols.clamp(0, w - 1)).flatten(1)  # (B, H*W) flat source pixel
+    moved = images.flatten(2).gather(2, source[:, None].expand(b, c, h * w)).view(b, c, h, w)
+    return moved * inside
+
+
+def _shifted_indices(batch: int, side: int, fraction: float, device: torch.device) -> Tensor:
+    """(B, side) source index of each output row (or column): i - shift, one shift in [-s, s] per image."""
+    s = int(side * fraction)
+    shift = torch.randint(-s, s + 1, (batch, 1), device=device)
+    return torch.arange(side, device=device)[None] - shift
+
+
+def _cut_out(images: Tensor, fraction: float) -> Tensor:
+    b, _, h, w = images.shape
+    size_h, size_w = int(h * fraction + 0.5), int(w * fraction + 0.5)
+    top = torch.randint(0, h + 1, (b, 1, 1), device=images.device) - size_h // 2
+    left = torch.randint(0, w + 1, (b, 1, 1), device=images.device) - size_w // 2
+    rows = torch.arange(h, device=images.device)[None, :, None]
+    cols = torch.arange(w, device=images.device)[None, None, :]
+    hole = (rows >= top) & (rows < top + size_h) & (cols >= left) & (cols < left + size_w)  # (B, H, W)
+    return images * (~hole)[:, None].to(images.dtype)

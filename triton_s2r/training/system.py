@@ -20,13 +20,21 @@ the schedules is kept on the host.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 import pytorch_lightning as pl
 import torch
 from torch import Tensor
 
-from triton_s2r.data.augment import augment_real, augment_sim, random_crop_offsets, resize_shorter_side
+from triton_s2r.data.augment import (
+    augment_real,
+    augment_sim,
+    check_diff_augment_policy,
+    diff_augment,
+    random_crop_offsets,
+    resize_shorter_side,
+)
 from triton_s2r.evaluation import metrics
 from triton_s2r.losses import (
     discriminator_adversarial_loss,
@@ -73,6 +81,9 @@ class TritonSystem(pl.LightningModule):
             [[0, 320], [50000, 420], [100000, 512]].
         resize_jitter: relative random enlargement of the short side (augmentation).
         crop_size: square training crops. Reference: 256.
+        discriminator_augment: augmentations of every discriminator input, real and translated alike, from
+            ``triton_s2r.data.augment.DIFF_AUGMENTATIONS`` (``translation``, ``cutout``); empty = none, as the
+            reference (docs/method.md §3.2.1).
         supersample: sim G-buffers rendered in the loop at this factor for antialiased textures.
         render_backend: backend for rendering in the loop (``auto``, ``embree``, ``nvdiffrast``).
         gradient_clip_val: clip the gradient norm of each step (None = off).
@@ -111,6 +122,7 @@ class TritonSystem(pl.LightningModule):
         resolution_schedule: list[list[int]] | None = None,
         resize_jitter: float = 0.1,
         crop_size: int = 256,
+        discriminator_augment: Sequence[str] = (),
         supersample: int = 1,
         render_backend: str = "auto",
         gradient_clip_val: float | None = None,
@@ -132,6 +144,8 @@ class TritonSystem(pl.LightningModule):
         self.model = model
         self.discriminator_sim = discriminator_sim
         self.discriminator_real = discriminator_real
+        check_diff_augment_policy(discriminator_augment)
+        self.discriminator_augment = tuple(discriminator_augment)
         self.schedule = sorted((int(b), int(s)) for b, s in (resolution_schedule or [[0, crop_size]]))
         if any(s < crop_size for _, s in self.schedule):
             raise ValueError(f"every resolution stage must be >= crop_size {crop_size}: {self.schedule}")
@@ -405,8 +419,12 @@ class TritonSystem(pl.LightningModule):
         return terms
 
     def _logits(self, discriminator: MultiScaleDiscriminator, image: Tensor) -> list[Tensor]:
-        # fp32 in (photos are fp32, translations bf16 under autocast), so a compiled discriminator sees one dtype
-        return [logit.float() for logit in discriminator(image.float())]
+        """Patch logits (fp32) of ``image``, augmented by ``discriminator_augment`` with a fresh draw per call.
+
+        The image goes in as fp32 (photos are fp32, translations bf16 under autocast), so a compiled
+        discriminator sees one dtype.
+        """
+        return [logit.float() for logit in discriminator(diff_augment(image.float(), self.discriminator_augment))]
 
     def _clip(self, optimizer) -> None:
         if self.hparams.gradient_clip_val:
