@@ -67,8 +67,6 @@ class SimInput(nn.Module):
         texture_multiplier: m_t, scales π; 0 gives the "no texture" (pure MUNIT) ablation. Reference: 1.
         hint_multiplier: m_h, scales the hint added to π; 0 gives the "texture only" ablation.
             Reference: 1 (0 at the end of the paper's run, docs/method.md §5.7).
-        one_hot_labels: append K label channels, 1 where a pixel shows that label and -1 elsewhere (ours,
-            docs/method.md §2.5); the reference has only the label channel of the hint.
     """
 
     def __init__(
@@ -77,7 +75,6 @@ class SimInput(nn.Module):
         texture_channels: int = 3,
         texture_multiplier: float = 1.0,
         hint_multiplier: float = 1.0,
-        one_hot_labels: bool = False,
     ) -> None:
         super().__init__()
         if texture_channels < 3:
@@ -86,12 +83,11 @@ class SimInput(nn.Module):
         self.texture_channels = texture_channels
         self.texture_multiplier = texture_multiplier
         self.hint_multiplier = hint_multiplier
-        self.one_hot_labels = one_hot_labels
 
     @property
     def out_channels(self) -> int:
-        """Channels of x_a: 3 (hint + texture) + 3 (hint) + extra texture channels (+ K one-hot labels)."""
-        return 6 + self.texture_channels - 3 + (self.num_labels if self.one_hot_labels else 0)
+        """Channels of x_a: 3 (hint + texture) + 3 (hint) + extra texture channels."""
+        return 6 + self.texture_channels - 3
 
     def forward(self, texture: Tensor, uv: Tensor, label: Tensor) -> Tensor:
         """Build x_a.
@@ -103,23 +99,18 @@ class SimInput(nn.Module):
 
         Returns:
             (B, 6 + C - 3, H, W) float32: channels 0-2 ``hint·m_h + π[:3]·m_t`` (range
-            [-(m_h + m_t), m_h + m_t]), 3-5 the hint in [-1, 1], then ``π[3:]·m_t``, then with
-            ``one_hot_labels`` one channel per label 1..K in {-1, 1}.
+            [-(m_h + m_t), m_h + m_t]), 3-5 the hint in [-1, 1], then ``π[3:]·m_t``.
         """
         if texture.shape[1] != self.texture_channels:
             raise ValueError(f"expected a {self.texture_channels}-channel texture, got {texture.shape[1]}")
         hint = uvl_hint(uv, label, self.num_labels)
         # float32 keeps the UV hint precise under autocast; the convolutions cast as they need.
         projection = texture_projection(texture.float(), label) * self.texture_multiplier
-        channels = [hint * self.hint_multiplier + projection[:, :3], hint, projection[:, 3:]]
-        if self.one_hot_labels:
-            labels = torch.arange(1, self.num_labels + 1, device=label.device)
-            channels.append((label[:, None] == labels[None, :, None, None]).float() * 2.0 - 1.0)
-        return torch.cat(channels, dim=1)
+        return torch.cat([hint * self.hint_multiplier + projection[:, :3], hint, projection[:, 3:]], dim=1)
 
     def extra_repr(self) -> str:
         """Labels and the texture and hint multipliers, for ``repr(module)``."""
         return (
             f"num_labels={self.num_labels}, texture_multiplier={self.texture_multiplier}, "
-            f"hint_multiplier={self.hint_multiplier}, one_hot_labels={self.one_hot_labels}"
+            f"hint_multiplier={self.hint_multiplier}"
         )
