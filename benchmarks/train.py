@@ -187,7 +187,8 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
     # precision: one of Lightning's precision names, checked by the Trainer (its type is a Literal).
     trainer = pl.Trainer(accelerator="gpu", devices=devices, strategy=strategy, precision=precision, max_epochs=1,  # pyright: ignore[reportArgumentType]
                          logger=False, enable_checkpointing=False, enable_progress_bar=False, callbacks=callbacks,
-                         default_root_dir="/tmp/bench_train")
+                         default_root_dir="/tmp/bench_train",
+                         use_distributed_sampler=False)  # each rank draws its own whole clips, as trainer=ddp
     trainer.fit(system, datamodule=datamodule)
     if profile:
         print(timer.report(trace))
