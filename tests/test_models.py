@@ -359,3 +359,21 @@ def test_shaded_model_sends_the_translation_gradient_straight_to_the_texture() -
         TritonModel(tiny_texture(), SimInput(NUM_LABELS), tiny_generator(6), tiny_generator(3), shading_channels=1)
     with pytest.raises(ValueError, match="no texture"):
         model(1, texture_multiplier=0.0)
+
+
+@pytest.mark.parametrize("detach", [False, True])
+def test_detached_texture_input_leaves_the_texture_to_the_projection(detach: bool) -> None:
+    from triton_s2r.models.triton import TritonModel
+
+    torch.manual_seed(0)
+    model = TritonModel(tiny_texture(), SimInput(NUM_LABELS), tiny_generator(6), tiny_generator(3),
+                        detach_texture_input=detach)
+    uv, label = make_gbuffer()
+    batch = model.sample_texture(uv, label)
+    x_a, projection = model.sim_image(batch)
+    texture = list(model.texture.parameters())
+    on_translation = torch.autograd.grad(model.translate(x_a, batch).mean(), texture, allow_unused=True,
+                                         retain_graph=True)
+    assert any(g is not None and g.any() for g in on_translation) is not detach
+    on_projection = torch.autograd.grad(projection.mean(), texture, allow_unused=True)  # ℓTR's path
+    assert any(g is not None and g.any() for g in on_projection)

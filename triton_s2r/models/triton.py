@@ -47,6 +47,9 @@ class TritonModel(nn.Module):
         shading_channels: 0 (reference): x_ab is G_B's image. 1 (grey) or 3: x_ab shows the sampled texture
             times a gain that G_B draws on every surface pixel, and G_B's image on void pixels
             (``models.shading``, docs/method.md §3.3).
+        detach_texture_input: x_a reads the texture with its gradient stopped, so the texture learns only from
+            the terms that see π (ℓTR), not as a code for the auto-encoders (docs/method.md §4.6). Always so
+            with shading.
     """
 
     def __init__(
@@ -56,6 +59,7 @@ class TritonModel(nn.Module):
         generator_sim: StyleFreeGenerator,
         generator_real: StyleFreeGenerator,
         shading_channels: int = 0,
+        detach_texture_input: bool = False,
     ) -> None:
         super().__init__()
         if shading_channels not in (0, 1, 3):
@@ -72,6 +76,7 @@ class TritonModel(nn.Module):
         self.generator_sim = generator_sim
         self.generator_real = generator_real
         self.shading_channels = shading_channels
+        self.detach_texture_input = detach_texture_input or shading_channels > 0
 
     @property
     def num_labels(self) -> int:
@@ -108,13 +113,13 @@ class TritonModel(nn.Module):
     def sim_image(self, batch: SimBatch) -> tuple[Tensor, Tensor]:
         """x_a and the texture projection π of a batch.
 
-        With ``shading_channels`` > 0 the texture is detached in x_a: it learns from what the translation shows
-        (``decode_real``), not as a code the encoder reads.
+        With ``detach_texture_input`` (always with shading) the texture is detached in x_a: it learns from what
+        the translation shows, not as a code the encoder reads.
 
         Returns:
             ``(x_a, projection)``: (B, 6 + C - 3, H, W) and (B, C, H, W) in [-1, 1] (zero on void).
         """
-        texture = batch.texture.detach() if self.shading_channels else batch.texture
+        texture = batch.texture.detach() if self.detach_texture_input else batch.texture
         return self.sim_input(texture, batch.uv, batch.label), texture_projection(batch.texture, batch.label)
 
     def decode_real(self, content: Tensor, batch: SimBatch) -> tuple[Tensor, Tensor]:
