@@ -377,3 +377,14 @@ def test_detached_texture_input_leaves_the_texture_to_the_projection(detach: boo
     assert any(g is not None and g.any() for g in on_translation) is not detach
     on_projection = torch.autograd.grad(projection.mean(), texture, allow_unused=True)  # ℓTR's path
     assert any(g is not None and g.any() for g in on_projection)
+
+
+@pytest.mark.parametrize("num_scales", [1, 2, 3, 4])
+def test_discriminator_takes_images_down_to_its_min_input_side(num_scales: int) -> None:
+    from triton_s2r.models.discriminator import MultiScaleDiscriminator
+
+    disc = MultiScaleDiscriminator(3, base_channels=4, num_layers=4, num_scales=num_scales)
+    side = disc.min_input_side()
+    assert [x.shape[-1] for x in disc(torch.zeros(1, 3, side, side))][-1] == 1  # the coarsest scale: one patch
+    with pytest.raises(RuntimeError):  # one pixel less: reflect padding fails at the coarsest scale
+        disc(torch.zeros(1, 3, side - 1, side - 1))

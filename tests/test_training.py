@@ -57,6 +57,13 @@ def test_every_experiment_composes_and_builds(experiment: str) -> None:
         assert system.loss_weights["cycle"] == 10 and len(system.discriminator_real.scales) == 1
 
 
+def test_crops_too_small_for_the_discriminator_scales_are_refused() -> None:
+    assert len(build_system(composed([])).discriminator_real.scales) == 4  # the default: 4 scales on 256² crops
+    cfg = composed(["system.crop_size=96", "system.resolution_schedule=[[0,112]]"])
+    with pytest.raises(ValueError, match="need crops of at least 121 px; raise system.crop_size or lower"):
+        build_system(cfg)
+
+
 def test_unknown_compile_mode_is_refused() -> None:
     cfg = composed(["experiment=tiny", "system.compile_mode=fastest"])
     with pytest.raises(ValueError, match="compile_mode must be one of"):

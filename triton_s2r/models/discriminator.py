@@ -50,9 +50,9 @@ class MultiScaleDiscriminator(nn.Module):
     Args:
         in_channels: image channels (6 for D_A on x_a, 3 for D_B on photos).
         base_channels: width of each scale's first conv. Reference: 64.
-        num_layers: stride-2 convs per scale. Reference: 4. The coarsest scale's input side,
-            H / 2^(num_scales - 1), must stay above 2^num_layers for reflect padding.
-        num_scales: pyramid levels. Reference: 3.
+        num_layers: stride-2 convs per scale. Reference: 4. The coarsest scale's input side, about
+            H / 2^(num_scales - 1), must be at least 2^num_layers for reflect padding (``min_input_side``).
+        num_scales: pyramid levels. Reference: 3; ours 4, so the coarsest scale sees a whole 256² crop.
         padding_mode: padding of the convs. Reference: "reflect".
     """
 
@@ -72,11 +72,19 @@ class MultiScaleDiscriminator(nn.Module):
             ]
         )
         self.downsample = nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False)
+        self.num_layers, self.num_scales = num_layers, num_scales
         for layer in self.modules():
             if isinstance(layer, nn.Conv2d):
                 nn.init.normal_(layer.weight, 0.0, 0.02)
                 if layer.bias is not None:
                     nn.init.zeros_(layer.bias)
+
+    def min_input_side(self) -> int:
+        """The smallest image side every scale can take: the coarsest scale's input must keep 2^num_layers."""
+        side = 2**self.num_layers
+        for _ in range(self.num_scales - 1):
+            side = 2 * side - 1  # the average pooling halves a side s to ceil(s / 2)
+        return side
 
     def forward(self, x: Tensor) -> list[Tensor]:
         """Patch logits at every scale.

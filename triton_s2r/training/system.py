@@ -144,6 +144,11 @@ class TritonSystem(pl.LightningModule):
         self.model = model
         self.discriminator_sim = discriminator_sim
         self.discriminator_real = discriminator_real
+        for key, net in (("discriminator_sim", discriminator_sim), ("discriminator_real", discriminator_real)):
+            if crop_size < net.min_input_side():
+                raise ValueError(f"system.crop_size {crop_size} is too small for model.{key}: its {net.num_scales} "
+                                 f"scales of {net.num_layers} layers need crops of at least {net.min_input_side()} "
+                                 f"px; raise system.crop_size or lower model.{key}.num_scales")
         check_diff_augment_policy(discriminator_augment)
         self.discriminator_augment = tuple(discriminator_augment)
         self.schedule = sorted((int(b), int(s)) for b, s in (resolution_schedule or [[0, crop_size]]))
@@ -252,7 +257,9 @@ class TritonSystem(pl.LightningModule):
             uv, label = augment_sim(batch["uv"], batch["label"], self._jittered_short_side(), crop)
             return uv, label, 1
         scene, states, rasterizer = self._render
-        state = states.select(batch["state"])
+        # The frame indices stay on the host (the datamodule's transfer hook), but DDP's forward moves every
+        # tensor argument to its device: bring them back before indexing the host-side states.
+        state = states.select(batch["state"].cpu())
         cam = state.camera
         size = resize_shorter_side(cam.height, cam.width, self._jittered_short_side())
         offsets = torch.tensor([random_crop_offsets(*size, crop, None) for _ in range(state.batch_size)])
