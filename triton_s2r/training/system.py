@@ -144,11 +144,12 @@ class TritonSystem(pl.LightningModule):
         self.model = model
         self.discriminator_sim = discriminator_sim
         self.discriminator_real = discriminator_real
-        for key, net in (("discriminator_sim", discriminator_sim), ("discriminator_real", discriminator_real)):
+        for net in (discriminator_sim, discriminator_real):
             if crop_size < net.min_input_side():
-                raise ValueError(f"system.crop_size {crop_size} is too small for model.{key}: its {net.num_scales} "
-                                 f"scales of {net.num_layers} layers need crops of at least {net.min_input_side()} "
-                                 f"px; raise system.crop_size or lower model.{key}.num_scales")
+                raise ValueError(f"system.crop_size {crop_size} is too small for the discriminators: "
+                                 f"{net.num_scales} scales of {net.num_layers} layers need crops of at least "
+                                 f"{net.min_input_side()} px; raise system.crop_size or lower "
+                                 "model.discriminator_sim.num_scales (D_B follows it)")
         check_diff_augment_policy(discriminator_augment)
         self.discriminator_augment = tuple(discriminator_augment)
         self.schedule = sorted((int(b), int(s)) for b, s in (resolution_schedule or [[0, crop_size]]))
