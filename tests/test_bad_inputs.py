@@ -28,6 +28,7 @@ from triton_s2r.render import LabelTable, MeshError, UVLFileError, load_mesh, lo
 from triton_s2r.render import mesh as mesh_module
 from triton_s2r.render.primitives import box
 from triton_s2r.render.uvl import load_uvl_gbuffer, read_uvl
+from triton_s2r.tabletop.scene import NOMINAL_TARGET, nominal_eye
 
 LABELS = LabelTable(("table", "block"), (255, 50), void_value=0)
 
@@ -315,6 +316,28 @@ def test_old_manifest_without_build_is_compared_by_what_it_records(sim_dataset, 
     assert yaml.safe_load((folder / "dataset.yaml").read_text())["build"]["seed"] == 3  # now recorded
 
 
+def test_another_camera_azimuth_is_another_dataset(sim_dataset, tmp_path, capsys) -> None:
+    folder = tmp_path / "azimuth"
+    shutil.copytree(sim_dataset, folder)
+    manifest = yaml.safe_load((folder / "dataset.yaml").read_text())
+    del manifest["build"]["camera_azimuth_deg"]  # as written before the option existed: built at 0 degrees
+    (folder / "dataset.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    before = snapshot(folder)
+    assert main(["make-dataset", "--out", str(folder), *ARGS, "--camera-azimuth", "40"]) == 2
+    assert "camera_azimuth_deg: stored 0.0, requested 40.0" in capsys.readouterr().err
+    assert snapshot(folder) == before
+    assert main(["make-dataset", "--out", str(folder), *ARGS]) == 0  # the same arguments still resume it
+    assert main(["make-dataset", "--out", str(folder), *ARGS, "--camera-azimuth", "40", "--rebuild"]) == 0
+    # The same draws (states, jitter) from the same seed, every camera moved by the orbit of the nominal view.
+    old, new = (np.load(f / "test" / "states.npz")["world_from_camera"][:, :3, 3] for f in (sim_dataset, folder))
+    assert np.allclose(new - old, nominal_eye(40.0) - nominal_eye(0.0), atol=1e-5)
+    offsets = [nominal_eye(a) - np.asarray(NOMINAL_TARGET) for a in (0.0, 40.0)]
+    assert math.isclose(np.linalg.norm(offsets[0]), np.linalg.norm(offsets[1]))  # the same distance, height
+    assert math.isclose(offsets[0][2], offsets[1][2])
+    turn = math.degrees(math.atan2(offsets[1][1], offsets[1][0]) - math.atan2(offsets[0][1], offsets[0][0]))
+    assert math.isclose(turn % 360, 40.0)
+
+
 def test_rebuild_deletes_only_the_dataset_and_builds_from_scratch(sim_dataset, tmp_path) -> None:
     folder = tmp_path / "rebuilt"
     shutil.copytree(sim_dataset, folder)
@@ -328,7 +351,7 @@ def test_rebuild_deletes_only_the_dataset_and_builds_from_scratch(sim_dataset, t
     assert (folder / "test" / "uvl" / "000000.png").read_bytes() != old_frame  # new seed, new states
     assert yaml.safe_load((folder / "dataset.yaml").read_text())["build"] == {
         "preset": "tiny", "seed": 5, "frames": 4, "resolution": 32, "uvl_format": "png", "real": False,
-        "sim_clip_frames": 2}
+        "sim_clip_frames": 2, "camera_azimuth_deg": 0.0}
     BenchmarkDataset.open(folder)  # complete
     before = snapshot(folder)
     assert main(["make-dataset", "--out", str(folder), *with_arg(ARGS, "--seed", "5")]) == 0  # resumes: no-op

@@ -127,7 +127,8 @@ def _make_dataset(args: argparse.Namespace) -> int:
 
     root = make_dataset(args.out, preset=args.preset, seed=args.seed, frames=args.frames, resolution=args.resolution,
                         shard=args.shard, backend=args.backend, uvl_format=args.uvl_format, real=not args.no_real,
-                        sim_clip_frames=args.sim_clip_frames, rebuild=args.rebuild)
+                        sim_clip_frames=args.sim_clip_frames, camera_azimuth_deg=args.camera_azimuth,
+                        rebuild=args.rebuild)
     print(f"dataset ready: {root.resolve()} (manifest: {root.resolve() / 'dataset.yaml'})")
     return 0
 
@@ -332,11 +333,14 @@ def _add_make_dataset_command(sub: argparse._SubParsersAction) -> None:
     make.add_argument("--sim-clip-frames", type=int, default=2,
                       help="train_sim in clips of N consecutive trajectory frames, for data.sim_clip_frames=N "
                       "(both default to 2, pairs); 1: independent states")
+    make.add_argument("--camera-azimuth", type=float, default=0.0, metavar="DEG",
+                      help="orbit the cameras by DEG about the table's vertical axis (default 0: the benchmark's "
+                      "view); with another --seed, a second domain seen from elsewhere")
     make.add_argument("--rebuild", action="store_true",
                       help="if OUT holds a dataset built with other arguments (preset, seed, frames, resolution, "
-                      "uvl format, real, sim clip frames), delete it (dataset.yaml, assets/, train_sim/, train_real/, "
-                      "test/, sequences/; other files stay) and build from scratch; without it such a folder is "
-                      "refused, and a folder built with the same arguments is resumed")
+                      "uvl format, real, sim clip frames, camera azimuth), delete it (dataset.yaml, assets/, "
+                      "train_sim/, train_real/, test/, sequences/; other files stay) and build from scratch; without "
+                      "it such a folder is refused, and a folder built with the same arguments is resumed")
     make.set_defaults(func=_make_dataset)
 
 

@@ -46,6 +46,8 @@ FORMAT_VERSION = 1
 UVL_FORMATS = ("png", "exr")
 #: Everything a dataset folder holds that ``make_dataset`` wrote (what ``rebuild=True`` deletes; manifest first).
 DATASET_ENTRIES = ("dataset.yaml", "assets", "train_sim", "train_real", "test", "sequences")
+# ``build`` arguments added after the first manifests, with the value those manifests were built with.
+BUILD_ADDED_LATER = {"camera_azimuth_deg": 0.0}
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,7 @@ def make_dataset(
     uvl_format: str = "png",
     real: bool = True,
     sim_clip_frames: int = 2,
+    camera_azimuth_deg: float = 0.0,
     rebuild: bool = False,
 ) -> Path:
     """Build (or finish building) a benchmark dataset in ``out``.
@@ -117,6 +120,8 @@ def make_dataset(
         sim_clip_frames: N > 1 (default 2, pairs): train_sim states come in clips of N consecutive frames of
             short trajectories (``sample_clips``), for ℓUC over neighbouring views (``data.sim_clip_frames``,
             the same default); 1: independent states. The frame count must be a multiple of N.
+        camera_azimuth_deg: orbit every split's cameras by this angle about the table's vertical axis (0: the
+            benchmark's view), e.g. for a second domain seen from elsewhere.
         rebuild: if ``out`` holds a dataset built with other arguments, delete its files (``DATASET_ENTRIES``
             only, never other files in the folder) and build from scratch. Without it such a folder is refused
             before anything is written; a folder built with the same arguments is resumed either way.
@@ -146,7 +151,7 @@ def make_dataset(
         raise ValueError(f"sim_clip_frames must be >= 1, got {sim_clip_frames}")
     root = Path(out)
     build = {"preset": preset, "seed": seed, "frames": frames, "resolution": p.resolution, "uvl_format": uvl_format,
-             "real": real, "sim_clip_frames": sim_clip_frames}
+             "real": real, "sim_clip_frames": sim_clip_frames, "camera_azimuth_deg": float(camera_azimuth_deg)}
     if rebuild:
         _delete_dataset(root)
     elif (root / "dataset.yaml").is_file():  # resuming: the stored frames must come from the same arguments
@@ -161,7 +166,7 @@ def make_dataset(
 
     panda = Panda.load()
     scene = build_scene(panda)
-    splits = _sample_splits(scene, panda, p, seed, sim_clip_frames)
+    splits = _sample_splits(scene, panda, p, seed, sim_clip_frames, float(camera_azimuth_deg))
     if not real:
         splits = [replace(s, real=False) for s in splits if s.sim]
     _write_assets(scene, root / "assets")
@@ -210,7 +215,8 @@ def make_dataset(
     return root
 
 
-def _sample_splits(scene: Scene, panda: Panda, p: Preset, seed: int, sim_clip_frames: int) -> list[Split]:
+def _sample_splits(scene: Scene, panda: Panda, p: Preset, seed: int, sim_clip_frames: int,
+                   camera_azimuth_deg: float) -> list[Split]:
     """States of every split, each from its own random stream (so splits are disjoint draws)."""
     streams = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3 + p.sequences)]
     limits = panda.joint_limits()
@@ -220,12 +226,12 @@ def _sample_splits(scene: Scene, panda: Panda, p: Preset, seed: int, sim_clip_fr
                                      ("train_real", p.train_real, streams[1], True, True),
                                      ("test", p.test, streams[2], True, True)):
         clip = sim_clip_frames if name == "train_sim" else 1
-        sample = (sample_clips(rng, n, clip, p.sequence_frames, limits) if clip > 1
-                  else sample_states(rng, n, limits))
+        sample = (sample_clips(rng, n, clip, p.sequence_frames, limits, camera_azimuth_deg) if clip > 1
+                  else sample_states(rng, n, limits, camera_azimuth_deg))
         splits.append(Split(name, frame_state(scene, panda, sample, width=p.resolution, height=p.resolution),
                             sample.joints, sim, real, clip))
     for k in range(p.sequences):
-        sample = sample_trajectory(streams[3 + k], p.sequence_frames, limits)
+        sample = sample_trajectory(streams[3 + k], p.sequence_frames, limits, camera_azimuth_deg)
         splits.append(Split(f"sequences/seq_{k:03d}",
                             frame_state(scene, panda, sample, width=p.resolution, height=p.resolution),
                             sample.joints, True, True))
@@ -301,6 +307,7 @@ def build_differences(manifest: dict, build: dict, p: Preset) -> list[str]:
     """
     stored = manifest.get("build")
     if isinstance(stored, dict):
+        stored = {**BUILD_ADDED_LATER, **stored}  # a manifest older than an argument was built with its default
         return [f"{key}: stored {stored.get(key)!r}, requested {value!r}" for key, value in build.items()
                 if stored.get(key) != value]
     # Written before the build mapping: compare what the manifest records of the same arguments.
@@ -314,6 +321,7 @@ def build_differences(manifest: dict, build: dict, p: Preset) -> list[str]:
         "uvl_format": (manifest.get("uvl_format"), build["uvl_format"]),
         "real": (any(bool(info.get("real")) for info in splits.values()), build["real"]),
         "sim_clip_frames": ((splits.get("train_sim") or {}).get("clip_frames", 1), build["sim_clip_frames"]),
+        "camera_azimuth_deg": (BUILD_ADDED_LATER["camera_azimuth_deg"], build["camera_azimuth_deg"]),
         "frames per split": ({name: info.get("frames") for name, info in splits.items()}, planned),
     }
     return [f"{key}: stored {old!r}, requested {new!r}" for key, (old, new) in recorded.items() if old != new]

@@ -81,17 +81,31 @@ class StateSample:
     fov_deg: np.ndarray
 
 
-def sample_states(rng: np.random.Generator, count: int, limits: tuple[np.ndarray, np.ndarray]) -> StateSample:
-    """Independent random states: arm configurations, non-overlapping objects, jittered cameras."""
+def nominal_eye(azimuth_deg: float = 0.0) -> np.ndarray:
+    """(3,) the nominal camera centre, orbited by ``azimuth_deg`` about the vertical axis through the look-at point."""
+    a = math.radians(azimuth_deg)
+    x, y = NOMINAL_EYE[0] - NOMINAL_TARGET[0], NOMINAL_EYE[1] - NOMINAL_TARGET[1]
+    # The rotated offset minus the original one, so that 0 degrees gives NOMINAL_EYE exactly (same datasets).
+    shift = [(math.cos(a) - 1) * x - math.sin(a) * y, math.sin(a) * x + (math.cos(a) - 1) * y, 0.0]
+    return np.asarray(NOMINAL_EYE) + np.asarray(shift)
+
+
+def sample_states(rng: np.random.Generator, count: int, limits: tuple[np.ndarray, np.ndarray],
+                  camera_azimuth_deg: float = 0.0) -> StateSample:
+    """Independent random states: arm configurations, non-overlapping objects, jittered cameras.
+
+    ``camera_azimuth_deg`` orbits the nominal view about the table's vertical axis (``nominal_eye``).
+    """
     joints = np.clip(HOME + rng.uniform(-1, 1, (count, 7)) * SPREAD, *limits)
     objects = np.stack([_place_objects(rng) for _ in range(count)])
-    eye = np.asarray(NOMINAL_EYE) + rng.uniform(-0.08, 0.08, (count, 3))
+    eye = nominal_eye(camera_azimuth_deg) + rng.uniform(-0.08, 0.08, (count, 3))
     target = np.asarray(NOMINAL_TARGET) + rng.uniform(-0.04, 0.04, (count, 3))
     return StateSample(joints, rng.uniform(0, 0.04, count), objects, eye, target,
                        NOMINAL_FOV_DEG + rng.uniform(-3, 3, count))
 
 
-def sample_trajectory(rng: np.random.Generator, frames: int, limits: tuple[np.ndarray, np.ndarray]) -> StateSample:
+def sample_trajectory(rng: np.random.Generator, frames: int, limits: tuple[np.ndarray, np.ndarray],
+                      camera_azimuth_deg: float = 0.0) -> StateSample:
     """A smooth video: the arm moves between two configurations while one block is pushed along a line.
 
     The camera is fixed for the sequence (a jittered nominal view), so both camera-fixed surfaces (table)
@@ -106,13 +120,13 @@ def sample_trajectory(rng: np.random.Generator, frames: int, limits: tuple[np.nd
     objects[:, pushed, 0] += s * 0.15 * math.cos(direction)
     objects[:, pushed, 1] += s * 0.15 * math.sin(direction)
     objects[:, pushed, 2] += s * rng.uniform(-0.5, 0.5)  # it turns while sliding
-    view = sample_states(rng, 1, limits)
+    view = sample_states(rng, 1, limits, camera_azimuth_deg)
     return StateSample(joints, np.full(frames, view.fingers[0]), objects, np.repeat(view.eye, frames, 0),
                        np.repeat(view.target, frames, 0), np.repeat(view.fov_deg, frames))
 
 
 def sample_clips(rng: np.random.Generator, count: int, clip_frames: int, trajectory_frames: int,
-                 limits: tuple[np.ndarray, np.ndarray]) -> StateSample:
+                 limits: tuple[np.ndarray, np.ndarray], camera_azimuth_deg: float = 0.0) -> StateSample:
     """``count`` states in clips of ``clip_frames`` consecutive frames, each clip from its own trajectory.
 
     Each clip is a window, at a random start, of a ``sample_trajectory`` of ``trajectory_frames`` frames, so
@@ -127,7 +141,7 @@ def sample_clips(rng: np.random.Generator, count: int, clip_frames: int, traject
     windows = []
     for _ in range(count // clip_frames):
         start = int(rng.integers(0, trajectory_frames - clip_frames + 1))
-        trajectory = sample_trajectory(rng, trajectory_frames, limits)
+        trajectory = sample_trajectory(rng, trajectory_frames, limits, camera_azimuth_deg)
         windows.append({f.name: getattr(trajectory, f.name)[start:start + clip_frames] for f in fields(StateSample)})
     return StateSample(**{name: np.concatenate([w[name] for w in windows]) for name in windows[0]})
 
