@@ -166,7 +166,7 @@ def make_dataset(
 
     panda = Panda.load()
     scene = build_scene(panda)
-    splits = _sample_splits(scene, panda, p, seed, sim_clip_frames, float(camera_azimuth_deg))
+    splits = _sample_splits(scene, panda, p, seed, sim_clip_frames, build["camera_azimuth_deg"])
     if not real:
         splits = [replace(s, real=False) for s in splits if s.sim]
     _write_assets(scene, root / "assets")
