@@ -77,7 +77,8 @@ class Run:
 
 @dataclass(frozen=True)
 class Outcome:
-    """A finished run: its metrics (``triton-s2r eval`` JSON), training wall seconds and batches trained."""
+    """A finished run: its metrics (``triton-s2r eval`` JSON), training wall seconds (over every resumed part, at
+    the last validation) and batches trained."""
 
     run: Run
     metrics: dict
@@ -160,7 +161,10 @@ def train_and_evaluate(run: Run, data: str, budget_seconds: int, gpu: str | None
         result.update(downstream_metrics(str(run.run_dir), data, run.seed, run.run_dir / "downstream.json", env))
     run_dir = RunDir(run.run_dir)
     state = load_checkpoint(run_dir.last)
-    outcome = Outcome(run, result, seconds, int(state["state_dict"]["batches_done"]), read_curves(run_dir.curves_path))
+    curves = read_curves(run_dir.curves_path)
+    # A run resumed across calls: this process timed only its last part, the run's own clock goes on.
+    seconds = curves[-1]["wall_s"] if curves else seconds
+    outcome = Outcome(run, result, seconds, int(state["state_dict"]["batches_done"]), curves)
     print(run_row(outcome), flush=True)
     return outcome
 
