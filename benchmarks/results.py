@@ -77,8 +77,10 @@ class Run:
 
 @dataclass(frozen=True)
 class Outcome:
-    """A finished run: its metrics (``triton-s2r eval`` JSON), training wall seconds (over every resumed part, at
-    the last validation) and batches trained."""
+    """A finished run: its metrics (``triton-s2r eval`` JSON), training wall seconds and batches trained.
+
+    The seconds are the run's own clock at its last validation: a run resumed across calls counts every part.
+    """
 
     run: Run
     metrics: dict
