@@ -186,6 +186,14 @@ def test_samplers_under_ddp_draw_each_rank_its_own_share() -> None:
     assert len(EpochSampler(50, 10, 0, rank=0, world_size=3)) == 4
 
 
+def test_state_indices_reach_the_step_as_ints() -> None:
+    """The transfer hook hands the render indices over as a list of ints: no tensor for DDP's forward to move."""
+    batch = {"real": torch.zeros(2, 3, 4, 4), "state": torch.tensor([7, 3])}
+    moved = TritonDataModule(root="unused").transfer_batch_to_device(batch, torch.device("cpu"), 0)
+    assert moved["state"] == [7, 3] and all(type(i) is int for i in moved["state"])
+    assert isinstance(moved["real"], torch.Tensor)
+
+
 @pytest.mark.slow
 def test_ddp_ranks_draw_their_own_whole_clips_on_cpu(data_root, tmp_path) -> None:
     """trainer=ddp on two gloo CPU processes: each rank's own ClipSampler deals whole clips, the ranks different ones.

@@ -6,6 +6,7 @@ Mitsuba there), else builds the tiny preset.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import pytest
@@ -23,6 +24,10 @@ pytestmark = pytest.mark.gpu
 def data(tmp_path_factory) -> str:
     if os.environ.get("TRITON_S2R_TEST_DATA"):
         return os.environ["TRITON_S2R_TEST_DATA"]
+    missing = [name for name in ("mitsuba", "pybullet") if importlib.util.find_spec(name) is None]
+    if missing:
+        pytest.skip(f"building the tiny dataset needs {' and '.join(missing)}: install them, or set "
+                    f"TRITON_S2R_TEST_DATA to a dataset built elsewhere (`triton-s2r make-dataset --preset tiny`)")
     root = tmp_path_factory.mktemp("gpu") / "tiny"
     assert main(["make-dataset", "--out", str(root), "--preset", "tiny", "--frames", "8"]) == 0
     return str(root)

@@ -273,12 +273,16 @@ class TritonDataModule(pl.LightningDataModule):
             )
         return PairedDataset(self.dataset.uvl_frames(split), self.dataset.photos(split), limit)
 
-    def transfer_batch_to_device(self, batch: dict[str, Tensor], device, dataloader_idx: int) -> dict[str, Tensor]:
-        """Everything to the device except the state indices, which select states on the host for rendering."""
+    def transfer_batch_to_device(self, batch: dict[str, Tensor], device, dataloader_idx: int) -> dict:
+        """Everything to the device except the state indices, which select states on the host for rendering.
+
+        They become a list of ints: DDP's forward moves every tensor argument to its GPU, and bringing indices
+        back from there would make each step wait for the GPU.
+        """
         state = batch.pop("state", None)
         batch = super().transfer_batch_to_device(batch, device, dataloader_idx)
         if state is not None:
-            batch["state"] = state
+            batch["state"] = state.tolist()
         return batch
 
     def train_dataloader(self) -> DataLoader:

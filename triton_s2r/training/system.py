@@ -258,9 +258,8 @@ class TritonSystem(pl.LightningModule):
             uv, label = augment_sim(batch["uv"], batch["label"], self._jittered_short_side(), crop)
             return uv, label, 1
         scene, states, rasterizer = self._render
-        # The frame indices stay on the host (the datamodule's transfer hook), but DDP's forward moves every
-        # tensor argument to its device: bring them back before indexing the host-side states.
-        state = states.select(batch["state"].cpu())
+        # The frame indices: a list of ints from the datamodule's transfer hook (no tensor for DDP to move).
+        state = states.select(cast(list[int], batch["state"]))
         cam = state.camera
         size = resize_shorter_side(cam.height, cam.width, self._jittered_short_side())
         offsets = torch.tensor([random_crop_offsets(*size, crop, None) for _ in range(state.batch_size)])
