@@ -280,10 +280,8 @@ class TritonDataModule(pl.LightningDataModule):
         back from there would make each step wait for the GPU.
         """
         state = batch.pop("state", None)
-        batch = super().transfer_batch_to_device(batch, device, dataloader_idx)
-        if state is not None:
-            batch["state"] = state.tolist()
-        return batch
+        moved = super().transfer_batch_to_device(batch, device, dataloader_idx)
+        return moved if state is None else {**moved, "state": state.tolist()}
 
     def train_dataloader(self) -> DataLoader:
         """Lightning hook: batches drawn by ``EpochSampler`` (``ClipSampler`` for sim clips), a share per rank."""
