@@ -4,7 +4,8 @@
 
 Writes ``NAME_frames.jpg``: a row per test frame; columns: the UVL input, the real frame, then each run's
 translation in the order given. When a run has a texture (every method but ``no_texture`` and ``oracle``), also
-``NAME_textures.jpg``: a row per textured run, each label's baked texture side by side (labels 1..K).
+``NAME_textures.jpg``: a row per textured run, each label's baked texture side by side (labels 1..K), oriented
+as ``triton-s2r export`` writes it.
 """
 
 from __future__ import annotations
@@ -17,15 +18,17 @@ import numpy as np
 import torch
 
 from triton_s2r.data.datasets import BenchmarkDataset
+from triton_s2r.inference.export import texture_image
 from triton_s2r.inference.translator import Translator
+from triton_s2r.inference.video import to_uint8
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.preview import preview_image
 from triton_s2r.utils.files import write_image
 
 
-def to_uint8(images: torch.Tensor) -> np.ndarray:
+def to_pictures(images: torch.Tensor) -> np.ndarray:
     """(B, 3, H, W) floats in [0, 1] -> (B, H, W, 3) uint8."""
-    return (images.clamp(0, 1).permute(0, 2, 3, 1).cpu().numpy() * 255).round().astype(np.uint8)
+    return to_uint8(images.permute(0, 2, 3, 1).float().cpu().numpy())
 
 
 def side_by_side(columns: Sequence[np.ndarray]) -> np.ndarray:
@@ -42,14 +45,15 @@ def make_pictures(data: Path, out: Path, runs: Sequence[Path], frames: Sequence[
     if bad:
         raise ValueError(f"{data}: the test split has {len(uvl)} frames; --frames {bad} are outside 0..{len(uvl) - 1}")
     gbuffer = GBuffer.cat([uvl[i] for i in frames])
-    columns = [preview_image(gbuffer, dataset.labels.num_labels), to_uint8(torch.stack([photos[i] for i in frames]))]
+    columns = [preview_image(gbuffer, dataset.labels.num_labels), to_pictures(torch.stack([photos[i] for i in frames]))]
     texture_rows = []
     for run in runs:
         translator = Translator.from_run_dir(run, device=device)
-        columns.append(to_uint8(translator(gbuffer).translation))
+        columns.append(to_pictures(translator(gbuffer).translation))
         if translator.model.sim_input.texture_multiplier:
-            baked = to_uint8(translator.bake_textures(texture_side))  # (K, R, R, 3)
-            texture_rows.append(np.concatenate(list(baked), axis=1))  # (R, K*R, 3): labels left to right
+            # Each label's texture as `triton-s2r export` writes it (u to the right, v up), labels left to right.
+            baked = translator.bake_textures(texture_side)  # (K, C, R, R)
+            texture_rows.append(np.concatenate([texture_image(t) for t in baked], axis=1))  # (R, K*R, 3)
     out.parent.mkdir(parents=True, exist_ok=True)
     written = [out.with_name(out.name + "_frames.jpg")]
     write_image(written[0], side_by_side(columns))
