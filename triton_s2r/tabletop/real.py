@@ -8,7 +8,7 @@ model with blur, vignetting, sensor noise and a soft highlight roll-off. Lights,
 and noise are jittered per frame from ``(seed, frame id)``.
 
 The pieces, one module each: ``mitsuba_variant`` (which Mitsuba variant runs: the ``variant`` argument,
-``TRITON_MITSUBA_VARIANT``, else a probed JIT variant or ``scalar_rgb``; images are reproducible for a given
+``TRITON_MITSUBA_VARIANT``, else ``scalar_rgb``; images are reproducible for a given
 variant only), ``lighting`` (per-frame lights and camera effects, the room environment map), ``render_mesh``
 (single-index meshes with crease-angle normals), ``mitsuba_scene`` (the scene dictionary: posed meshes,
 BSDFs, sensor, lights) and ``camera_effects`` (radiance to an 8-bit photo). This module puts them together.
@@ -105,10 +105,11 @@ class RealRenderer:
             raise ValueError(f"appearance has no material for label ids {sorted(missing)}; "
                              "make it with make_appearance(scene, ...) for this scene")
         self.mi = load_mitsuba(variant)
-        self.scene, self.spp, self.seed, self.max_depth = scene, spp, seed, max_depth
-        labels = {o.label for o in scene.objects}
-        self._groups = shape_groups(self.mi, scene, {label: material_bsdf(self.mi, appearance.material(label))
-                                                     for label in labels})
+        self.scene, self.appearance, self.spp, self.seed, self.max_depth = scene, appearance, spp, seed, max_depth
+        # Mitsuba's JIT variants crash (segmentation fault, cuda_ad_rgb 3.9.1) when a second scene instances the
+        # shape groups of an earlier one, so there the groups are made anew for every frame.
+        self._reuse_groups = self.mi.variant().startswith("scalar")
+        self._groups = self._make_groups() if self._reuse_groups else None
         self._env = environment_map(seed)
         self._corners = object_corners(scene)
 
@@ -122,18 +123,25 @@ class RealRenderer:
         for index, frame_id in enumerate(frame_ids):
             lighting = frame_lighting(self.seed, frame_id)
             centre, radius = world_bounds(self._corners, state, index)
+            groups = self._groups if self._groups is not None else self._make_groups()
             mi_scene = mi.load_dict({
                 "type": "scene",
                 "integrator": {"type": "path", "max_depth": self.max_depth},
                 "sensor": frame_sensor(mi, state.camera, index, {"type": "independent", "sample_count": self.spp}),
                 **frame_lights(mi, self._env, lighting, centre, radius),
-                **self._groups,
-                **posed_instances(mi, self._groups, state, index),
+                **groups,
+                **posed_instances(mi, groups, state, index),
             })
             radiance = np.array(mi.render(mi_scene, seed=lighting.render_seed), dtype=np.float32)[..., :3]
             images.append(develop(radiance, lighting, state.camera.intrinsics[index].tolist(),
                                   np.random.default_rng([self.seed, frame_id, 0xCA3])))
         return np.stack(images)
+
+    def _make_groups(self) -> dict:
+        """Every object's mesh in its own frame with its BSDF, as Mitsuba shape groups (``shape_groups``)."""
+        labels = {o.label for o in self.scene.objects}
+        return shape_groups(self.mi, self.scene, {label: material_bsdf(self.mi, self.appearance.material(label))
+                                                  for label in labels})
 
 
 def render_depth(scene: Scene, state: FrameState, *, variant: str | None = None) -> np.ndarray:
