@@ -38,7 +38,7 @@ STAGES = {
     "real: path tracing (mi.render)": [("mitsuba/python/util.py", "render", None)],
     "real: camera effects": [("tabletop/camera_effects.py", "develop", None)],
 }
-#: Charged the rest of RealRenderer.render: each frame's lights, sensor and scene (``mi.load_dict``).
+#: Charged the rest of RealRenderer.render: each frame's lights and sensor, the scene loaded once and updated per frame.
 SCENE_STAGE = "real: per-frame scene set-up"
 
 

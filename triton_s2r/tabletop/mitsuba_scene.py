@@ -50,6 +50,33 @@ def posed_instances(mi: ModuleType, groups: dict[str, Any], state: FrameState, i
             for i, pose in enumerate(_poses(state, index))}
 
 
+def frame_parameters(entries: dict) -> dict[str, Any]:
+    """The ``mi.traverse`` values that turn a loaded scene into the frame that ``entries`` describe.
+
+    Args:
+        entries: one frame's ``frame_sensor`` (under ``"sensor"``), ``frame_lights`` and ``posed_instances``
+            entries, as given to ``mi.load_dict``.
+
+    Returns:
+        Parameter key -> value (Mitsuba scalar types) for every entry that changes between frames: the camera's
+        pose, field of view and principal point, the lights, and every instance's pose.
+    """
+    sensor, environment, light = entries["sensor"], entries["environment"], entries["key_light"]
+    values: dict[str, Any] = {
+        "sensor.to_world": sensor["to_world"],
+        "sensor.x_fov": sensor["fov"],  # the sensor's fov_axis is "x"
+        "sensor.principal_point_offset_x": sensor["principal_point_offset_x"],
+        "sensor.principal_point_offset_y": sensor["principal_point_offset_y"],
+        "environment.scale": environment["scale"],
+        "environment.to_world": environment["to_world"],
+        "key_light.to_world": light["to_world"],
+        "key_light.emitter.radiance.value": light["emitter"]["radiance"]["value"],
+    }
+    values.update({f"{key}.to_world": entry["to_world"] for key, entry in entries.items()
+                   if isinstance(entry, dict) and entry.get("type") == "instance"})
+    return values
+
+
 def _posed_vertices(mesh: RenderMesh, world_from_object: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(V, 3) float32 world-space positions and unit normals (by the inverse transpose) of a posed mesh."""
     linear, shift = world_from_object[:3, :3], world_from_object[:3, 3]

@@ -1,10 +1,10 @@
 """Which Mitsuba 3 variant renders the benchmark's "real" frames, and importing Mitsuba switched to it.
 
 Variant, in order: the ``variant`` argument; the ``TRITON_MITSUBA_VARIANT`` environment variable; else
-``scalar_rgb``. The JIT variants (``cuda_ad_rgb``, ``llvm_ad_rgb``) are opt-in: in a dataset build, which makes a
-Mitsuba scene for every frame (with a JIT variant its meshes too, see ``real.RealRenderer``), ``cuda_ad_rgb`` on an
-H100 took 1.4 s a frame of the ``small`` preset against 0.3 s for ``scalar_rgb`` on two CPU cores
-(docs/benchmarks.md, "Dataset build"; a JIT variant traces and compiles the kernels of every new scene).
+``scalar_rgb``. The JIT variants (``cuda_ad_rgb``, ``llvm_ad_rgb``) are opt-in until measured faster: when a dataset
+build loaded a Mitsuba scene for every frame, ``cuda_ad_rgb`` on an H100 took 1.4 s a frame of the ``small`` preset
+against 0.3 s for ``scalar_rgb`` on two CPU cores (docs/benchmarks.md, "Dataset build"); ``real.RealRenderer`` now
+loads the scene once and updates it per frame, which a JIT variant needs to reuse its compiled kernels.
 ``llvm_ad_rgb`` needs a libLLVM >= 19: Debian 12's libLLVM-15 aborts inside drjit 1.5's JIT ("Cannot select:
 fminimum"), hence the version floor and the probe of ``variant_works``. The variant changes the Monte Carlo noise
 (each has its own random streams), so images are reproducible for a given variant only;

@@ -26,6 +26,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,9 +34,10 @@ from triton_s2r.render.camera import Camera
 from triton_s2r.render.scene import FrameState, Scene
 from triton_s2r.tabletop.appearance import Appearance
 from triton_s2r.tabletop.camera_effects import develop
-from triton_s2r.tabletop.lighting import environment_map, frame_lighting
+from triton_s2r.tabletop.lighting import FrameLighting, environment_map, frame_lighting
 from triton_s2r.tabletop.mitsuba_scene import (
     frame_lights,
+    frame_parameters,
     frame_sensor,
     material_bsdf,
     object_corners,
@@ -79,16 +81,18 @@ def render_real(
 
 
 class RealRenderer:
-    """``render_real`` for many batches of one scene and appearance, making its meshes, BVHs and BSDFs once.
+    """``render_real`` for many batches of one scene and appearance, making its Mitsuba scene once.
 
-    Every object's mesh is made once in its own frame, with its BVH, as a Mitsuba shape group; each frame's
-    scene (sensor, lights, ``mi.load_dict``) places the groups at the frame's poses as instances. Building
-    posed meshes and a BVH over all of their ~110k triangles anew for every frame cost about half as much as
-    path tracing it at 128x128 and 32 samples. Instances intersect rays in the object's frame, so the float
-    rounding of hit points differs from posed meshes and a few light paths take another turn: against posed
-    meshes, 0.1-0.5 % of the pixels of a 128x128 frame change (mean change 0.002 grey levels), the Monte Carlo
-    noise of the frame being several grey levels (docs/benchmarks.md). Images do not depend on the order or
-    grouping of frames (``tests/test_real_render.py``).
+    Every object's mesh is made once in its own frame, with its BVH, as a Mitsuba shape group, placed at the
+    frame's pose as an instance. The Mitsuba scene (groups, instances, sensor, lights) is loaded once, for the
+    first frame; every later frame updates the camera, lights and instance poses in place (``mi.traverse``,
+    ``mitsuba_scene.frame_parameters``), with the same pixels as a scene loaded for that frame
+    (``tests/test_real_render.py``). Loading a scene per frame costs a new top-level BVH every frame, and a JIT
+    variant (``cuda_ad_rgb``, ``llvm_ad_rgb``) would trace and compile its kernels anew each time. Instances
+    intersect rays in the object's frame, so the float rounding of hit points differs from posed meshes and a
+    few light paths take another turn: against posed meshes, 0.1-0.5 % of the pixels of a 128x128 frame change
+    (mean change 0.002 grey levels), the Monte Carlo noise of the frame being several grey levels
+    (docs/benchmarks.md). Images do not depend on the order or grouping of frames.
 
     Example::
 
@@ -106,10 +110,8 @@ class RealRenderer:
                              "make it with make_appearance(scene, ...) for this scene")
         self.mi = load_mitsuba(variant)
         self.scene, self.appearance, self.spp, self.seed, self.max_depth = scene, appearance, spp, seed, max_depth
-        # Mitsuba's JIT variants crash (segmentation fault, cuda_ad_rgb 3.9.1) when a second scene instances the
-        # shape groups of an earlier one, so there the groups are made anew for every frame.
-        self._reuse_groups = self.mi.variant().startswith("scalar")
-        self._groups = self._make_groups() if self._reuse_groups else None
+        self._groups = self._make_groups()
+        self._loaded: tuple[Any, Any, tuple[int, int]] | None = None  # (Mitsuba scene, its parameters, film size)
         self._env = environment_map(seed)
         self._corners = object_corners(scene)
 
@@ -119,29 +121,54 @@ class RealRenderer:
         frame_ids = list(range(state.batch_size)) if frame_ids is None else [int(f) for f in frame_ids]
         if len(frame_ids) != state.batch_size:
             raise ValueError(f"{len(frame_ids)} frame ids for {state.batch_size} frames")
+        size = (state.camera.width, state.camera.height)
+        if self._loaded is not None and self._loaded[2] != size:  # another film: a new scene, with new groups,
+            self._loaded, self._groups = None, self._make_groups()  # since JIT variants crash on shared ones
         images = []
         for index, frame_id in enumerate(frame_ids):
             lighting = frame_lighting(self.seed, frame_id)
-            centre, radius = world_bounds(self._corners, state, index)
-            groups = self._groups if self._groups is not None else self._make_groups()
-            mi_scene = mi.load_dict({
-                "type": "scene",
-                "integrator": {"type": "path", "max_depth": self.max_depth},
-                "sensor": frame_sensor(mi, state.camera, index, {"type": "independent", "sample_count": self.spp}),
-                **frame_lights(mi, self._env, lighting, centre, radius),
-                **groups,
-                **posed_instances(mi, groups, state, index),
-            })
+            entries = self._frame_entries(state, index, lighting)
+            if self._loaded is None:
+                self._load(entries, size, self._frame_entries(state, index, frame_lighting(self.seed, frame_id + 1)))
+            mi_scene = self._update(entries)
             radiance = np.array(mi.render(mi_scene, seed=lighting.render_seed), dtype=np.float32)[..., :3]
             images.append(develop(radiance, lighting, state.camera.intrinsics[index].tolist(),
                                   np.random.default_rng([self.seed, frame_id, 0xCA3])))
         return np.stack(images)
 
-    def _make_groups(self) -> dict:
+    def _make_groups(self) -> dict[str, Any]:
         """Every object's mesh in its own frame with its BSDF, as Mitsuba shape groups (``shape_groups``)."""
         labels = {o.label for o in self.scene.objects}
         return shape_groups(self.mi, self.scene, {label: material_bsdf(self.mi, self.appearance.material(label))
                                                   for label in labels})
+
+    def _frame_entries(self, state: FrameState, index: int, lighting: FrameLighting) -> dict[str, Any]:
+        """The ``mi.load_dict`` entries that change between frames: sensor, lights and the objects' instances."""
+        centre, radius = world_bounds(self._corners, state, index)
+        return {"sensor": frame_sensor(self.mi, state.camera, index, {"type": "independent", "sample_count": self.spp}),
+                **frame_lights(self.mi, self._env, lighting, centre, radius),
+                **posed_instances(self.mi, self._groups, state, index)}
+
+    def _load(self, entries: dict[str, Any], size: tuple[int, int], other: dict[str, Any]) -> None:
+        """Load the Mitsuba scene of ``entries``, then update it to the frame ``other`` (other lights).
+
+        Mitsuba's lights come out of an update with other float rounding than out of loading (up to about 1e-5 of
+        the radiance, enough to flip a few 8-bit pixels), so every frame, the loaded one included, is rendered
+        after an update: a frame's pixels then do not depend on which frame was loaded.
+        """
+        scene = self.mi.load_dict({"type": "scene", "integrator": {"type": "path", "max_depth": self.max_depth},
+                                   **self._groups, **entries})
+        self._loaded = (scene, self.mi.traverse(scene), size)
+        self._update(other)
+
+    def _update(self, entries: dict[str, Any]) -> Any:
+        """The loaded scene, its camera, lights and object poses set to those of ``entries``."""
+        assert self._loaded is not None
+        scene, parameters, _ = self._loaded
+        for key, value in frame_parameters(entries).items():
+            parameters[key] = type(parameters[key])(value)  # scalar values to the variant's types
+        parameters.update()
+        return scene
 
 
 def render_depth(scene: Scene, state: FrameState, *, variant: str | None = None) -> np.ndarray:
