@@ -4,10 +4,10 @@ Variant, in order: the ``variant`` argument; the ``TRITON_MITSUBA_VARIANT`` envi
 ``scalar_rgb``. The JIT variants (``cuda_ad_rgb``, ``llvm_ad_rgb``) are opt-in until measured faster: when a dataset
 build loaded a Mitsuba scene for every frame, ``cuda_ad_rgb`` on an H100 took 1.4 s a frame of the ``small`` preset
 against 0.3 s for ``scalar_rgb`` on two CPU cores (docs/benchmarks.md, "Dataset build"); ``real.RealRenderer`` now
-loads the scene once and updates it per frame, which a JIT variant needs to reuse its compiled kernels.
-``llvm_ad_rgb`` needs a libLLVM >= 19: Debian 12's libLLVM-15 aborts inside drjit 1.5's JIT ("Cannot select:
-fminimum"), hence the version floor and the probe of ``variant_works``. The variant changes the Monte Carlo noise
-(each has its own random streams), so images are reproducible for a given variant only;
+loads the scene once and updates it per frame, which a JIT variant needs to reuse its compiled kernels (not yet
+measured on a GPU). ``llvm_ad_rgb`` needs a libLLVM >= 19: Debian 12's libLLVM-15 aborts inside drjit 1.5's JIT
+("Cannot select: fminimum"), hence the version floor and the probe of ``variant_works``. The variant changes the
+Monte Carlo noise (each has its own random streams), so images are reproducible for a given variant only;
 ``tests/test_real_render.py`` checks that the JIT variants agree with ``scalar_rgb`` up to that noise wherever they
 run.
 """
