@@ -87,12 +87,12 @@ class RealRenderer:
     pose as an instance. The Mitsuba scene (groups, instances, sensor, lights) is loaded once, for the first frame;
     every later frame updates the camera, lights and instance poses in place (``mi.traverse``,
     ``mitsuba_scene.frame_parameters``), with the pixels of a scene loaded for that frame up to the float rounding
-    of the lights (one grey level in about 0.001 % of the pixels, docs/benchmarks.md). Loading a scene per frame
-    costs a new top-level BVH every frame, and a JIT variant (``cuda_ad_rgb``, ``llvm_ad_rgb``) would trace and
-    compile its kernels anew each time. Instances intersect rays in the object's frame, so the float rounding of hit
-    points differs from posed meshes and a few light paths take another turn: against posed meshes, 0.1-0.5 % of the
-    pixels of a 128x128 frame change (mean change 0.002 grey levels), the Monte Carlo noise of the frame being
-    several grey levels (docs/benchmarks.md). Images do not depend on the order or grouping of frames.
+    of the lights (one grey level in about 0.001 % of the pixels, docs/benchmarks.md). A scene loaded per frame
+    would make a JIT variant (``cuda_ad_rgb``, ``llvm_ad_rgb``) trace and compile its kernels anew each time.
+    Instances intersect rays in the object's frame, so the float rounding of hit points differs from posed meshes
+    and a few light paths take another turn: against posed meshes, 0.1-0.5 % of the pixels of a 128x128 frame change
+    (mean change 0.002 grey levels), the Monte Carlo noise of the frame being several grey levels
+    (docs/benchmarks.md). Images do not depend on the order or grouping of frames.
 
     Example::
 
