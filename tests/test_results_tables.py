@@ -1,0 +1,61 @@
+"""benchmarks.results: the tables it writes from finished runs (means over seeds, curves, per-label means)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks.results import (
+    Outcome,
+    Run,
+    by_label_table,
+    curves_table,
+    mean_and_spread,
+    quarter_and_end,
+    summary_table,
+)
+
+
+def outcome(name: str, seed: int, psnr: float, batches: int, curves: list[dict] | None = None,
+            by_label: dict | None = None) -> Outcome:
+    metrics = {"psnr": psnr, "psnr_by_label": by_label or {}}
+    return Outcome(Run(name, seed, (), Path(f"{name}-seed{seed}")), metrics, 600.0, batches, curves or [])
+
+
+def test_mean_and_spread_over_seeds() -> None:
+    assert mean_and_spread([20.0, 22.0]) == "21.0000 ± 1.4142"  # sample standard deviation
+    assert mean_and_spread([20.0]) == "20.0000"
+    assert mean_and_spread([20.0, None]) == "n/a"  # a run without the measure: no mean that hides it
+
+
+def test_quarter_and_end_read_the_runs_own_clock() -> None:
+    # A run resumed across calls: wall_s goes on from the checkpoint, so the quarter is of the whole run.
+    curve = [{"wall_s": 100.0, "val/psnr": 18.0}, {"wall_s": 290.0, "val/psnr": 19.0},
+             {"wall_s": 700.0, "val/psnr": 20.0}, {"wall_s": 1200.0, "val/psnr": 21.0}]
+    assert quarter_and_end(curve) == (19.0, 21.0)
+    assert quarter_and_end([{"wall_s": 500.0, "val/psnr": 18.0}, {"wall_s": 600.0, "val/psnr": 19.0}]) == (18.0, 19.0)
+    assert quarter_and_end(curve[:1]) is None
+
+
+def test_summary_groups_seeds_by_row_in_order() -> None:
+    table = summary_table([outcome("triton", 0, 20.0, 1000), outcome("no_texture", 0, 19.0, 1200),
+                           outcome("triton", 1, 22.0, 1100)]).splitlines()
+    assert [line.split(" | ")[0] for line in table[2:]] == ["| triton", "| no_texture"]
+    triton = table[2].split(" | ")
+    assert triton[1] == "2" and triton[2] == "21.0000 ± 1.4142" and triton[-1] == "1050 |"
+    assert table[3].split(" | ")[2] == "19.0000"
+
+
+def test_curves_table_marks_runs_without_curves() -> None:
+    curve = [{"wall_s": 10.0, "val/psnr": 15.0, "val/psnr_masked": 10.0},
+             {"wall_s": 40.0, "val/psnr": 16.5, "val/psnr_masked": 11.25}]
+    lines = curves_table([outcome("triton", 0, 20.0, 10, curve), outcome("triton", 1, 20.0, 10)]).splitlines()
+    assert lines[2] == "| triton | 0 | 15.00 | 16.50 | 10.00 | 11.25 |"
+    assert lines[3] == "| triton | 1 | n/a | n/a | n/a | n/a |"
+
+
+def test_per_label_means_skip_labels_a_run_lacks() -> None:
+    table = by_label_table([outcome("triton", 0, 20.0, 10, by_label={"table": 20.0, "can": 12.0}),
+                            outcome("triton", 1, 20.0, 10, by_label={"table": 22.0, "can": None})],
+                           "psnr_by_label", 2).splitlines()
+    assert table[0] == "| method | table | can |"
+    assert table[2] == "| triton | 21.00 | 12.00 |"
