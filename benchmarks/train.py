@@ -275,9 +275,11 @@ def scaling(args: argparse.Namespace) -> None:
         if int(os.environ.get("LOCAL_RANK", "0")) != 0:
             continue
         images = r["its"] * devices * args.batches[0]
-        base = base or images / devices
-        rows.append(f"| {devices} | {args.batches[0]} | {r['its']:.2f} | {images:.1f} | "
-                    f"{images / (devices * base) * 100:.0f}% |")
+        if devices == 1:
+            base = images
+        # Against the single GPU of this invocation only: machines of one kind differ by up to a quarter.
+        efficiency = "n/a (no 1-GPU row before it)" if base is None else f"{images / (devices * base) * 100:.0f}%"
+        rows.append(f"| {devices} | {args.batches[0]} | {r['its']:.2f} | {images:.1f} | {efficiency} |")
         print(rows[-1], flush=True)
     if int(os.environ.get("LOCAL_RANK", "0")) == 0:
         table = ("DDP (Lightning, NCCL), bf16, renderer in the loop, reference networks, 256x256 crops; "
