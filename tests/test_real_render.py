@@ -23,7 +23,7 @@ from triton_s2r.tabletop import real  # noqa: E402
 from triton_s2r.tabletop.appearance import Appearance, make_appearance, material_kinds  # noqa: E402
 from triton_s2r.tabletop.lighting import frame_lighting  # noqa: E402
 from triton_s2r.tabletop.materials import Material  # noqa: E402
-from triton_s2r.tabletop.mitsuba_variant import CUDA_VARIANT, LLVM_VARIANT, variant_works  # noqa: E402
+from triton_s2r.tabletop.mitsuba_variant import CUDA_VARIANT, LLVM_VARIANT, load_mitsuba, variant_works  # noqa: E402
 from triton_s2r.tabletop.real import RealRenderer, render_depth, render_real  # noqa: E402
 
 SIZE = 48
@@ -85,6 +85,14 @@ def test_a_reused_renderer_gives_the_pixels_of_fresh_ones_in_any_order(frames, a
     _, small = builtin_frames(2, width=SIZE // 2, height=SIZE // 2)
     np.testing.assert_array_equal(renderer.render(small, frame_ids=[0, 1]),
                                   render_real(scene, small, appearance=appearance, spp=4, seed=2, variant=VARIANT))
+
+
+def test_a_jit_variant_that_cannot_render_here_is_refused_with_the_fix(monkeypatch) -> None:
+    if variant_works(LLVM_VARIANT):
+        pytest.skip("llvm_ad_rgb renders here")
+    monkeypatch.setenv("TRITON_MITSUBA_VARIANT", LLVM_VARIANT)
+    with pytest.raises(RuntimeError, match="libLLVM >= 19.*Unset TRITON_MITSUBA_VARIANT"):
+        load_mitsuba(None)
 
 
 def test_the_variant_probe_renders() -> None:

@@ -29,6 +29,9 @@ VARIANT_ENV = "TRITON_MITSUBA_VARIANT"
 CUDA_VARIANT = "cuda_ad_rgb"
 LLVM_VARIANT = "llvm_ad_rgb"
 FALLBACK_VARIANT = "scalar_rgb"
+#: What each JIT variant needs besides Mitsuba (``variant_works`` checks it before probing).
+PREREQUISITES = {CUDA_VARIANT: "an NVIDIA GPU and driver",
+                 LLVM_VARIANT: "a libLLVM >= 19 (or DRJIT_LIBLLVM_PATH naming one)"}
 
 # A child process renders one tiny image with a variant; exit code 0 means that variant works. (Mitsuba 3.9
 # renders nothing without an integrator: "No integrator specified!")
@@ -50,8 +53,7 @@ def select_variant(variant: str | None = None) -> str:
 def variant_works(name: str) -> bool:
     """Whether Mitsuba variant ``name`` renders here.
 
-    Its prerequisite must be present (an NVIDIA driver for ``cuda_ad_rgb``, a libLLVM >= 19 for ``llvm_ad_rgb``)
-    and a tiny render must succeed in a child process.
+    Its prerequisite (``PREREQUISITES``) must be present and a tiny render must succeed in a child process.
     """
     if name == CUDA_VARIANT and not (os.path.exists("/dev/nvidia0") or shutil.which("nvidia-smi")):
         return False
@@ -79,10 +81,19 @@ def _has_libllvm(min_major: int) -> bool:
 
 
 def load_mitsuba(variant: str | None) -> ModuleType:
-    """Import Mitsuba and switch it to the selected variant."""
+    """Import Mitsuba and switch it to the selected variant.
+
+    Raises:
+        RuntimeError: a JIT variant was asked for that does not render here (``variant_works``): switching to it
+            could abort this process (drjit with an old libLLVM).
+    """
     mi = require("mitsuba", extra="scenes")
     name = select_variant(variant)
     if mi.variant() != name:
+        if name in PREREQUISITES and not variant_works(name):
+            raise RuntimeError(f"Mitsuba variant {name} (the variant argument or {VARIANT_ENV}) does not render "
+                               f"here; it needs {PREREQUISITES[name]}. Unset {VARIANT_ENV} to render with "
+                               f"{FALLBACK_VARIANT}.")
         mi.set_variant(name)
     return mi
 
