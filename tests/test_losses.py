@@ -12,6 +12,7 @@ from triton_s2r.losses import (
     generator_adversarial_loss,
     ms_ssim,
     ms_ssim_levels,
+    r1_penalty,
     reconstruction_loss,
     surface_chroma_consistency_loss,
     surface_consistency_loss,
@@ -263,6 +264,21 @@ def test_adversarial_losses_known_values():
     assert torch.all(fake[0].grad < 0)  # descending raises the fake logits towards "real"
     with pytest.raises(ValueError, match="gan_type"):
         generator_adversarial_loss(zeros, "wgan")
+
+
+def test_r1_penalty_is_the_squared_input_gradient_of_the_summed_scale_means():
+    real = torch.randn(2, 3, 4, 4, requires_grad=True)
+    # Scale 0: the channel mean per pixel (its patch mean has gradient 1/(C·H·W) everywhere); scale 1: twice the
+    # image sum, one patch (gradient 2). ‖∇‖² per image: C·H·W·(2 + 1/(C·H·W))².
+    logits = [real.mean(1, keepdim=True), 2 * real.sum((1, 2, 3)).view(2, 1, 1, 1)]
+    n = 3 * 4 * 4
+    assert r1_penalty(logits, real).item() == pytest.approx(n * (2 + 1 / n) ** 2)
+    with pytest.raises(ValueError, match="require grad"):
+        r1_penalty(logits, real.detach())
+    conv = torch.nn.Conv2d(3, 1, 3)  # a discriminator: the penalty trains its weights (double backward)
+    image = torch.randn(2, 3, 8, 8, requires_grad=True)
+    r1_penalty([conv(image)], image).backward()
+    assert conv.weight.grad is not None and conv.weight.grad.abs().sum() > 0
 
 
 def test_texture_reality_targets_and_void_exclusion():

@@ -392,6 +392,15 @@ def test_discriminator_augmentation_trains_and_bad_names_are_refused(data_root, 
     fails(tmp_path, "bad", data_root, "system.discriminator_augment=[flip]")
 
 
+def test_r1_penalty_trains_eagerly_and_is_refused_compiled_or_negative(data_root, tmp_path) -> None:
+    run_dir = run(tmp_path, "r1", data_root, "trainer.max_epochs=1", "data.steps_per_epoch=2", "loss.r1_gamma=1.0")
+    assert (run_dir / "checkpoints" / "last.ckpt").is_file()
+    with pytest.raises(ValueError, match="set system.compile=false or loss.r1_gamma=0"):
+        build_system(composed(["experiment=tiny", "loss.r1_gamma=1.0", "system.compile=true"]))
+    with pytest.raises(ValueError, match="loss.r1_gamma must be a finite number >= 0"):
+        build_system(composed(["experiment=tiny", "loss.r1_gamma=-1"]))
+
+
 def test_no_experiment_on_a_cpu_warns_about_the_reference_networks(data_root, tmp_path) -> None:
     out = tmp_path / "paper_on_cpu"  # system.lr=0 stops it right after the warning, before any model is built
     assert main(["train", "logger=none", f"data.root={data_root}", f"hydra.run.dir={out}", "system.lr=0"]) == 2

@@ -7,6 +7,9 @@ The reference uses LSGAN; hinge is the option. Both sides sum the per-scale mean
 
 Logits come from ``MultiScaleDiscriminator.forward``: one (B, 1, h_s, w_s) tensor per scale. Detaching the
 fakes for the discriminator step is the caller's job.
+
+``r1_penalty`` is the optional R1 regulariser of the discriminator step (Mescheder et al., ICML 2018): the
+squared gradient of D's real-image output with respect to the real image.
 """
 
 from __future__ import annotations
@@ -70,3 +73,23 @@ def discriminator_adversarial_loss(
         else:
             terms.append(torch.mean(torch.relu(1.0 - real)) + torch.mean(torch.relu(1.0 + fake)))
     return torch.stack(terms).sum()
+
+
+def r1_penalty(real_logits: Sequence[Tensor], real: Tensor) -> Tensor:
+    """R1: the mean over images of ‖∇_x D(x)‖² on real images, D(x) the sum over scales of the mean patch logit.
+
+    Args:
+        real_logits: per scale, (B, 1, h_s, w_s) logits of the discriminator on ``real``, computed with the graph
+            kept (``real.requires_grad``).
+        real: (B, C, H, W) the real images the logits come from, a leaf that requires grad.
+
+    Returns:
+        Scalar float32 >= 0, unweighted (the system multiplies it by γ/2). Differentiable with respect to the
+        discriminator's weights (the gradient is taken with ``create_graph=True``).
+    """
+    if not real.requires_grad:
+        raise ValueError("r1_penalty needs the real images to require grad before the discriminator sees them")
+    _check("lsgan", real_logits)
+    output = torch.stack([logits.float().flatten(1).mean(1) for logits in real_logits]).sum()
+    (gradient,) = torch.autograd.grad(output, real, create_graph=True)
+    return gradient.float().pow(2).flatten(1).sum(1).mean()

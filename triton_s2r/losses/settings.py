@@ -42,6 +42,9 @@ class LossSettings:
             (docs/method.md §5.4).
         detach_sim_targets: the reconstruction and cycle terms compare with x_a as a fixed target, so they train
             the texture only through the networks' input. False (reference): both sides.
+        r1_gamma: γ of the R1 penalty (γ/2)·E‖∇_x D(x)‖² on the real images of both discriminators (the photos
+            for D_B, x_a for D_A), added to the discriminator loss; 0 (reference): off. Needs eager
+            discriminators (``system.compile=false``): compiled graphs have no double backward.
         sim_clip_frames: N > 1: sim batches come in clips of N neighbouring frames and plain ℓUC compares only
             the frames of one clip (the chroma term still compares the whole batch); 1: the whole batch (paper).
 
@@ -59,6 +62,7 @@ class LossSettings:
     texture_reality_trains: str = "both"
     surface_losses_from: int = 0
     detach_sim_targets: bool = False
+    r1_gamma: float = 0.0
     sim_clip_frames: int = 1
 
     def __post_init__(self) -> None:
@@ -73,6 +77,9 @@ class LossSettings:
         eps = self.surface_color_normalization_eps
         if eps is not None and not eps > 0:
             raise ValueError(f"loss.surface_color_normalization_eps must be null or > 0, got {eps!r}")
+        if isinstance(self.r1_gamma, bool) or not isinstance(self.r1_gamma, (int, float)) \
+                or not math.isfinite(self.r1_gamma) or self.r1_gamma < 0:
+            raise ValueError(f"loss.r1_gamma must be a finite number >= 0, got {self.r1_gamma!r}")
         weights = {}
         for name, weight in self.loss_weights.items():
             if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) \

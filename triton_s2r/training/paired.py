@@ -15,7 +15,7 @@ from __future__ import annotations
 from torch import Tensor
 
 from triton_s2r.data.augment import augment_paired
-from triton_s2r.losses import discriminator_adversarial_loss, generator_adversarial_loss, reconstruction_loss
+from triton_s2r.losses import generator_adversarial_loss, reconstruction_loss
 from triton_s2r.training.step import Forward
 from triton_s2r.training.system import TritonSystem
 
@@ -44,9 +44,7 @@ class PairedSystem(TritonSystem):
                        x_ab_fixed_texture=x_ab)
 
     def _discriminator_loss(self, out: Forward) -> Tensor:
-        logits = self._logits(self.discriminator_real, out.real)
-        fake = self._logits(self.discriminator_real, out.x_ab.detach())
-        return self.loss_weights["adversarial"] * discriminator_adversarial_loss(logits, fake, self.losses.gan_type)
+        return self._discriminator_term(self.discriminator_real, out.real, out.x_ab)
 
     def _generator_terms(self, out: Forward) -> dict[str, Tensor]:
         return {

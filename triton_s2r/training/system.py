@@ -39,6 +39,7 @@ from triton_s2r.evaluation import metrics
 from triton_s2r.losses import (
     discriminator_adversarial_loss,
     generator_adversarial_loss,
+    r1_penalty,
     reconstruction_loss,
     surface_chroma_consistency_loss,
     surface_consistency_loss,
@@ -169,6 +170,9 @@ class TritonSystem(pl.LightningModule):
             raise ValueError(f"system.compile_mode must be one of {COMPILE_MODES}, got {compile_mode!r}")
         self._reconstruction_loss, self._texture_reality_loss = reconstruction_loss, texture_reality_loss
         self._cuda_graphs = False
+        if compile and losses.r1_gamma > 0:
+            raise ValueError("loss.r1_gamma > 0 differentiates the discriminators twice, which compiled networks "
+                             "cannot do: set system.compile=false or loss.r1_gamma=0")
         if compile:
             # Inductor's mix-order-reduction fusion failed an assertion on a backward pass (torch 2.11).
             # torch.compile takes a mode or options, not both: the mode's options plus ours. No public API
@@ -353,16 +357,20 @@ class TritonSystem(pl.LightningModule):
                        x_ab_fixed_texture=x_ab_fixed_texture, c_a=c_a, c_b=c_b, x_ba=m.generator_sim.decode(c_b))
 
     def _discriminator_loss(self, out: Forward) -> Tensor:
-        """LSGAN/hinge D loss on the detached translations of this batch's forward pass."""
-        gan = self.losses.gan_type
+        """LSGAN/hinge D loss on the detached translations of this batch's forward pass, plus R1 if ``r1_gamma``."""
         assert out.x_ba is not None  # set by _forward (PairedSystem has its own discriminator loss)
+        return (self._discriminator_term(self.discriminator_real, out.real, out.x_ab)
+                + self._discriminator_term(self.discriminator_sim, out.x_a, out.x_ba))
+
+    def _discriminator_term(self, discriminator: MultiScaleDiscriminator, real: Tensor, fake: Tensor) -> Tensor:
+        """One discriminator's weighted loss on ``real`` against ``fake`` (both detached here), plus its R1 penalty."""
+        gamma = self.losses.r1_gamma
+        real = real.detach().requires_grad_(gamma > 0)  # a leaf: R1 differentiates D's output by it
         # Discriminators run under autocast; their logits are cast to fp32 for the loss (_logits).
-        return self.loss_weights["adversarial"] * (
-            discriminator_adversarial_loss(self._logits(self.discriminator_real, out.real),
-                                           self._logits(self.discriminator_real, out.x_ab.detach()), gan)
-            + discriminator_adversarial_loss(self._logits(self.discriminator_sim, out.x_a.detach()),
-                                             self._logits(self.discriminator_sim, out.x_ba.detach()), gan)
-        )
+        real_logits = self._logits(discriminator, real)
+        loss = self.loss_weights["adversarial"] * discriminator_adversarial_loss(
+            real_logits, self._logits(discriminator, fake.detach()), self.losses.gan_type)
+        return loss + gamma / 2 * r1_penalty(real_logits, real) if gamma > 0 else loss
 
     def _optimize(self, optimizer, loss: Tensor) -> Tensor:
         """Backward and optimizer step, skipped on the device when ``loss`` is not finite.
