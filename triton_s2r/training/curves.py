@@ -4,7 +4,8 @@
 appends one row per validation to ``RUN/curves.csv`` (columns ``batch``, ``wall_s``, ``epoch`` and the
 measures), redraws ``RUN/plots/curves.png`` (one panel per measure; batches below, minutes of training
 above) and writes the translated validation sequence to ``RUN/previews/val_sequence.mp4``, also logged to
-W&B as a video when that logger is used. A resumed run continues the file (wall time goes on from its last
+W&B as a video when that logger is used; when the video cannot be written (no ffmpeg, a full disk) the callback
+warns once and training goes on without it. A resumed run continues the file (wall time goes on from its last
 row). Validation runs after every epoch (``data.steps_per_epoch`` batches) or every
 ``trainer.val_check_interval`` batches.
 """
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.utilities import rank_zero_only
+from pytorch_lightning.utilities import rank_zero_only, rank_zero_warn
 
 from triton_s2r.runs.run_dir import RunDir
 from triton_s2r.utils.files import atomic_write
@@ -106,6 +107,7 @@ class TrainingCurves(pl.Callback):
         self._offset = 0.0
         self._rows: list[dict[str, float]] = []
         self._frames: list[torch.Tensor] = []
+        self._video_error: Exception | None = None  # after the first failure, no more videos
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Lightning hook: read the rows an interrupted run wrote (its clock goes on) and start the clock."""
@@ -144,8 +146,15 @@ class TrainingCurves(pl.Callback):
         from triton_s2r.inference.video import frame_writer, to_uint8
 
         path = self.run.validation_video_path
-        with frame_writer(path, fps=self.video_fps) as write:
-            write(to_uint8(frames.permute(0, 2, 3, 1).numpy()))
+        if self._video_error is not None:
+            return
+        try:
+            with frame_writer(path, fps=self.video_fps) as write:
+                write(to_uint8(frames.permute(0, 2, 3, 1).numpy()))
+        except (ImportError, OSError) as exc:  # no ffmpeg, a full disk: a preview is not worth the run
+            self._video_error = exc
+            rank_zero_warn(f"the validation video {path} was not written ({exc}); training goes on without it")
+            return
         logger = trainer.logger
         if logger is not None and hasattr(logger, "log_video"):
             logger.log_video("val/sequence", [str(path)], step=batch)  # pyright: ignore[reportAttributeAccessIssue]  # W&B's

@@ -170,9 +170,6 @@ class TritonSystem(pl.LightningModule):
             raise ValueError(f"system.compile_mode must be one of {COMPILE_MODES}, got {compile_mode!r}")
         self._reconstruction_loss, self._texture_reality_loss = reconstruction_loss, texture_reality_loss
         self._cuda_graphs = False
-        if compile and losses.r1_gamma > 0:
-            raise ValueError("loss.r1_gamma > 0 differentiates the discriminators twice, which compiled networks "
-                             "cannot do: set system.compile=false or loss.r1_gamma=0")
         if compile:
             # Inductor's mix-order-reduction fusion failed an assertion on a backward pass (torch 2.11).
             # torch.compile takes a mode or options, not both: the mode's options plus ours. No public API
@@ -366,8 +363,9 @@ class TritonSystem(pl.LightningModule):
         """One discriminator's weighted loss on ``real`` against ``fake`` (both detached here), plus its R1 penalty."""
         gamma = self.losses.r1_gamma
         real = real.detach().requires_grad_(gamma > 0)  # a leaf: R1 differentiates D's output by it
-        # Discriminators run under autocast; their logits are cast to fp32 for the loss (_logits).
-        real_logits = self._logits(discriminator, real)
+        # Discriminators run under autocast; their logits are cast to fp32 for the loss (_logits). R1 differentiates
+        # D twice, which a compiled network cannot: its real images go through D's eager forward.
+        real_logits = self._logits(discriminator, real, eager=gamma > 0)
         loss = self.loss_weights["adversarial"] * discriminator_adversarial_loss(
             real_logits, self._logits(discriminator, fake.detach()), self.losses.gan_type)
         return loss + gamma / 2 * r1_penalty(real_logits, real) if gamma > 0 else loss
@@ -433,13 +431,14 @@ class TritonSystem(pl.LightningModule):
                     x_ab.float(), target, out.label, s.criterion, data_range, s.texture_reality_trains)
         return terms
 
-    def _logits(self, discriminator: MultiScaleDiscriminator, image: Tensor) -> list[Tensor]:
+    def _logits(self, discriminator: MultiScaleDiscriminator, image: Tensor, eager: bool = False) -> list[Tensor]:
         """Patch logits (fp32) of ``image``, augmented by ``discriminator_augment`` with a fresh draw per call.
 
         The image goes in as fp32 (photos are fp32, translations bf16 under autocast), so a compiled
-        discriminator sees one dtype.
+        discriminator sees one dtype. ``eager``: bypass ``system.compile`` (``forward`` instead of the compiled call).
         """
-        return [logit.float() for logit in discriminator(diff_augment(image.float(), self.discriminator_augment))]
+        network = discriminator.forward if eager else discriminator
+        return [logit.float() for logit in network(diff_augment(image.float(), self.discriminator_augment))]
 
     def _clip(self, optimizer) -> None:
         if self.hparams.gradient_clip_val:
