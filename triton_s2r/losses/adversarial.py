@@ -8,7 +8,7 @@ The reference uses LSGAN; hinge is the option. Both sides sum the per-scale mean
 Logits come from ``MultiScaleDiscriminator.forward``: one (B, 1, h_s, w_s) tensor per scale. Detaching the
 fakes for the discriminator step is the caller's job.
 
-``r1_penalty`` is the optional R1 regulariser of the discriminator step (Mescheder et al., ICML 2018): the
+``r1_penalty`` is the R1 regulariser of the discriminator step (Mescheder et al., ICML 2018): the
 squared gradient of D's real-image output with respect to the real image.
 """
 

@@ -43,8 +43,7 @@ class LossSettings:
         detach_sim_targets: the reconstruction and cycle terms compare with x_a as a fixed target, so they train
             the texture only through the networks' input. False (reference): both sides.
         r1_gamma: γ of the R1 penalty (γ/2)·E‖∇_x D(x)‖² on the real images of both discriminators (the photos
-            for D_B, x_a for D_A), added to the discriminator loss; 0 (reference): off. Needs eager
-            discriminators (``system.compile=false``): compiled graphs have no double backward.
+            for D_B, x_a for D_A), added to the discriminator loss; 0 (reference): off; the shipped config: 10.
         sim_clip_frames: N > 1: sim batches come in clips of N neighbouring frames and plain ℓUC compares only
             the frames of one clip (the chroma term still compares the whole batch); 1: the whole batch (paper).
 
