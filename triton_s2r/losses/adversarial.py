@@ -25,6 +25,10 @@ GAN_TYPES = ("lsgan", "hinge")
 def _check(gan_type: str, *logit_lists: Sequence[Tensor]) -> None:
     if gan_type not in GAN_TYPES:
         raise ValueError(f"gan_type must be one of {GAN_TYPES}, got {gan_type!r}")
+    _check_scales(*logit_lists)
+
+
+def _check_scales(*logit_lists: Sequence[Tensor]) -> None:
     for logits in logit_lists:
         if len(logits) == 0:
             raise ValueError("expected at least one scale of discriminator logits")
@@ -89,7 +93,7 @@ def r1_penalty(real_logits: Sequence[Tensor], real: Tensor) -> Tensor:
     """
     if not real.requires_grad:
         raise ValueError("r1_penalty needs the real images to require grad before the discriminator sees them")
-    _check("lsgan", real_logits)
+    _check_scales(real_logits)
     output = torch.stack([logits.float().flatten(1).mean(1) for logits in real_logits]).sum()
     (gradient,) = torch.autograd.grad(output, real, create_graph=True)
     return gradient.float().pow(2).flatten(1).sum(1).mean()

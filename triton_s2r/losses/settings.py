@@ -18,6 +18,11 @@ from triton_s2r.losses.reconstruction import CRITERIA
 from triton_s2r.losses.texture_reality import TARGETS, TRAINS
 
 
+def _is_finite_nonnegative(value: object) -> bool:
+    """Whether ``value`` is an int or float (not a bool), finite and >= 0."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
+
+
 @dataclass(frozen=True)
 class LossSettings:
     """Weights, criteria and switches of the loss terms.
@@ -76,13 +81,11 @@ class LossSettings:
         eps = self.surface_color_normalization_eps
         if eps is not None and not eps > 0:
             raise ValueError(f"loss.surface_color_normalization_eps must be null or > 0, got {eps!r}")
-        if isinstance(self.r1_gamma, bool) or not isinstance(self.r1_gamma, (int, float)) \
-                or not math.isfinite(self.r1_gamma) or self.r1_gamma < 0:
+        if not _is_finite_nonnegative(self.r1_gamma):
             raise ValueError(f"loss.r1_gamma must be a finite number >= 0, got {self.r1_gamma!r}")
         weights = {}
         for name, weight in self.loss_weights.items():
-            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) \
-                    or weight < 0:
+            if not _is_finite_nonnegative(weight):
                 raise ValueError(f"loss.loss_weights.{name} must be a finite number >= 0, got {weight!r}")
             weights[name] = float(weight)
         object.__setattr__(self, "loss_weights", MappingProxyType(weights))  # frozen all the way down

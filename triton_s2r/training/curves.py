@@ -107,7 +107,7 @@ class TrainingCurves(pl.Callback):
         self._offset = 0.0
         self._rows: list[dict[str, float]] = []
         self._frames: list[torch.Tensor] = []
-        self._video_error: Exception | None = None  # after the first failure, no more videos
+        self._video_failed = False  # after the first failure, no more videos
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Lightning hook: read the rows an interrupted run wrote (its clock goes on) and start the clock."""
@@ -145,14 +145,14 @@ class TrainingCurves(pl.Callback):
     def _write_video(self, trainer: pl.Trainer, frames: torch.Tensor, batch: int) -> None:
         from triton_s2r.inference.video import frame_writer, to_uint8
 
-        path = self.run.validation_video_path
-        if self._video_error is not None:
+        if self._video_failed:
             return
+        path = self.run.validation_video_path
         try:
             with frame_writer(path, fps=self.video_fps) as write:
                 write(to_uint8(frames.permute(0, 2, 3, 1).numpy()))
         except (ImportError, OSError) as exc:  # no ffmpeg, a full disk: a preview is not worth the run
-            self._video_error = exc
+            self._video_failed = True
             rank_zero_warn(f"the validation video {path} was not written ({exc}); training goes on without it")
             return
         logger = trainer.logger
