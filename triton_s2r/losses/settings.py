@@ -34,7 +34,7 @@ class LossSettings:
         gan_type: one of ``GAN_TYPES``: ``"lsgan"`` (reference) or ``"hinge"``.
         criterion: Ω of the reconstruction, cycle and texture-reality terms, one of ``CRITERIA``
             (``"l1_ms_ssim"`` reference).
-        content_criterion: Ω of the content term (on 8-channel codes).
+        content_criterion: Ω of the content term (on the content codes).
         surface_grid_size: ℓUC texels per side per label. Reference: 128.
         surface_color_normalization_eps: ℓUC colour normalisation ε_c > 0 (reference code 0.1; None = off, paper).
         texture_reality_target: one of ``TARGETS``: ``"projection"`` (paper: π) or ``"sim_input"`` (reference

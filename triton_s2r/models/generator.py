@@ -4,7 +4,7 @@ TRITON removes MUNIT's style encoder, style MLP and AdaIN, so translation is uni
 at eval. Translations swap halves of two auto-encoders: sim->real is ``x_ab = G_B(E_A(x_a))`` and
 real->sim is ``x_ba = G_A(E_B(x_b))``. With the reference widths a 256² input gives an 8-channel content
 code at 64², a bottleneck from the Pfeiffer/Rivoir lineage that leaves little room to carry the sim
-domain's appearance through.
+domain's appearance through; the shipped config widens it to 32 channels (docs/method.md §3.1).
 
 Reference layers (reflect padding everywhere, Kaiming-normal init, zero bias):
 
