@@ -420,6 +420,26 @@ def test_r1_penalty_trains_and_refuses_a_negative_gamma(data_root, tmp_path) -> 
         build_system(composed(["experiment=tiny", "loss.r1_gamma=-1"]))
 
 
+def test_lazy_r1_penalty_comes_every_interval_weighted_by_it() -> None:
+    """``loss.r1_interval=k``: R1 at batches 0, k, 2k, ... with γ·k; the batches between have no penalty."""
+    from triton_s2r.losses import discriminator_adversarial_loss, r1_penalty
+
+    system = build_system(composed(["experiment=tiny", "loss.r1_gamma=10", "loss.r1_interval=4"]))
+    discriminator = system.discriminator_real
+    torch.manual_seed(0)
+    real, fake = torch.rand(2, 3, 48, 48), torch.rand(2, 3, 48, 48)
+    leaf = real.clone().requires_grad_()
+    logits = system._logits(discriminator, leaf)
+    adversarial = discriminator_adversarial_loss(logits, system._logits(discriminator, fake), "lsgan")
+    penalty = r1_penalty(logits, leaf)
+    assert penalty > 0
+    for batch, expected in ((0, adversarial + 10 * 4 / 2 * penalty), (3, adversarial), (8, adversarial + 20 * penalty)):
+        system.batches_trained = batch
+        assert system._discriminator_term(discriminator, real, fake).item() == pytest.approx(expected.item(), rel=1e-5)
+    with pytest.raises(ValueError, match="loss.r1_interval must be an integer >= 1"):
+        build_system(composed(["experiment=tiny", "loss.r1_interval=0"]))
+
+
 def test_r1_penalty_takes_the_eager_forward_of_a_compiled_discriminator() -> None:
     """Compiled networks cannot be differentiated twice; R1's real-image pass bypasses the compiled call.
 

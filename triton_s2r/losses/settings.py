@@ -49,6 +49,9 @@ class LossSettings:
             the texture only through the networks' input. False (reference): both sides.
         r1_gamma: γ of the R1 penalty (γ/2)·E‖∇_x D(x)‖² on the real images of both discriminators (the photos
             for D_B, x_a for D_A), added to the discriminator loss; 0 (reference): off; the shipped config: 10.
+        r1_interval: k >= 1: the R1 penalty is computed at every k-th batch only, weighted by k (lazy
+            regularisation, as StyleGAN2): the discriminators' real-image pass leaves the compiled networks and
+            is differentiated twice on those batches only. 1: every batch.
         sim_clip_frames: N > 1: sim batches come in clips of N neighbouring frames and plain ℓUC compares only
             the frames of one clip (the chroma term still compares the whole batch); 1: the whole batch (paper).
 
@@ -67,6 +70,7 @@ class LossSettings:
     surface_losses_from: int = 0
     detach_sim_targets: bool = False
     r1_gamma: float = 0.0
+    r1_interval: int = 1
     sim_clip_frames: int = 1
 
     def __post_init__(self) -> None:
@@ -74,7 +78,8 @@ class LossSettings:
                               ("texture_reality_target", TARGETS), ("texture_reality_trains", TRAINS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"loss.{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        for name, low in (("surface_grid_size", 1), ("surface_losses_from", 0), ("sim_clip_frames", 1)):
+        for name, low in (("surface_grid_size", 1), ("surface_losses_from", 0), ("sim_clip_frames", 1),
+                          ("r1_interval", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"loss.{name} must be an integer >= {low}, got {value!r}")

@@ -360,8 +360,12 @@ class TritonSystem(pl.LightningModule):
                 + self._discriminator_term(self.discriminator_sim, out.x_a, out.x_ba))
 
     def _discriminator_term(self, discriminator: MultiScaleDiscriminator, real: Tensor, fake: Tensor) -> Tensor:
-        """One discriminator's weighted loss on ``real`` against ``fake`` (both detached here), plus its R1 penalty."""
-        gamma = self.losses.r1_gamma
+        """One discriminator's weighted loss on ``real`` against ``fake`` (both detached here), plus its R1 penalty.
+
+        R1 is added at every ``loss.r1_interval``-th batch, weighted by that interval (lazy regularisation).
+        """
+        interval = self.losses.r1_interval
+        gamma = self.losses.r1_gamma * interval if self.batches_trained % interval == 0 else 0.0
         real = real.detach().requires_grad_(gamma > 0)  # a leaf: R1 differentiates D's output by it
         # Discriminators run under autocast; their logits are cast to fp32 for the loss (_logits). R1 differentiates
         # D twice, which a compiled network cannot: its real images go through D's eager forward.
