@@ -56,8 +56,8 @@ METHODS = {  # method -> extra overrides
     "cyclegan": ["experiment=cyclegan"],
     "shaded": ["experiment=shaded"],
 }
-COLUMNS = ("psnr", "psnr_masked", "ssim", "haarpsi", "haarpsi_masked", "texture_psnr", "surface_consistency",
-           "warp_error")
+COLUMNS = ("psnr", "psnr_masked", "ssim", "haarpsi", "haarpsi_masked", "colour_error_masked", "texture_psnr",
+           "surface_consistency", "warp_error")
 #: ``triton-s2r downstream`` measures (``--downstream``): a pose regressor trained on each run's translations,
 #: tested on new states and on the real frames of the states it was trained on (the domain gap alone).
 DOWNSTREAM_COLUMNS = ("joint_error_deg", "joint_error_deg_train_states", "object_position_error_cm")
@@ -244,7 +244,9 @@ def summary_table(outcomes: list[Outcome]) -> str:
 
 def by_label_table(outcomes: list[Outcome], key: str, digits: int) -> str:
     """Per row name: the mean over seeds of a per-label metric (``psnr_by_label``, ``warp_error_by_label``)."""
-    labels = list(outcomes[0].metrics[key])
+    labels = next((list(o.metrics[key]) for o in outcomes if key in o.metrics), None)
+    if labels is None:  # evaluations kept from before the metric existed
+        return f"n/a (no run's metrics hold `{key}`: rerun `triton-s2r eval`)"
     lines = ["| method | " + " | ".join(labels) + " |", "|" + "---|" * (len(labels) + 1)]
     for name, group in by_row(outcomes).items():
         cells = []
@@ -330,7 +332,8 @@ def main() -> None:
         f"{' '.join(shlex.quote(a) for a in sys.argv[1:])}`\n- date: {datetime.date.today().isoformat()}, "
         f"commit {commit()}\n- dataset: {args.data}; budget {args.budget_seconds} s of training per run\n\n"
         "PSNR and SSIM: higher is better (translation vs the paired path-traced frame); `_masked`: objects and "
-        "robot only. Surface consistency and warp error: lower is better; the real frames' own levels are "
+        "robot only. Colour error (each label's mean colour against the real one's; 0 for the real frames): lower "
+        "is better. Surface consistency and warp error: lower is better; the real frames' own levels are "
         f"{real['surface_consistency_real']:.4f} and {real['warp_error_real']:.4f}.\n\n"
         f"Mean ± standard deviation over seeds:\n\n{summary_table(outcomes)}\n\n"
         f"Every run:\n\n" + "\n".join(per_run) + "\n\n" + references +
@@ -338,6 +341,8 @@ def main() -> None:
         f"{curves_table(outcomes)}\n\n"
         f"PSNR per label (dB, `psnr_by_label`, mean over seeds):\n\n"
         f"{by_label_table(outcomes, 'psnr_by_label', 2)}\n\n"
+        f"Colour error per label (`colour_error_by_label`: the label's mean colour against the real one's, mean "
+        f"over seeds):\n\n{by_label_table(outcomes, 'colour_error_by_label', 3)}\n\n"
         f"Warp error per label (`warp_error_by_label`, mean over seeds):\n\n"
         f"{by_label_table(outcomes, 'warp_error_by_label', 4)}\n"
     )

@@ -51,6 +51,13 @@ def test_eval_writes_every_metric(run_dir, data_root, manifest, tmp_path, capsys
     assert {0, 1} <= on_screen  # void and table at least
     assert [k for k, v in enumerate(by_label.values()) if v is not None] == sorted(on_screen)
     assert all(0 < v <= 100 for v in by_label.values() if v is not None), by_label
+    # Colour error per label: the same labels scored; the objects' mean lies within their range.
+    colour = result["colour_error_by_label"]
+    assert list(colour) == list(by_label)
+    assert [k for k, v in enumerate(colour.values()) if v is not None] == sorted(on_screen)
+    assert all(0 <= v <= 1 for v in colour.values() if v is not None), colour
+    objects = [v for k, v in colour.items() if k not in ("void", "table") and v is not None]
+    assert min(objects) <= result["colour_error_masked"] <= max(objects)
     # Flicker per label: every label but the void, each a colour difference; the whole-frame number is a
     # pixel-weighted mean of them, so it lies within their range.
     for key in ("warp_error_by_label", "warp_error_by_label_real"):
@@ -103,6 +110,8 @@ def test_eval_of_the_real_frames_themselves_is_perfect(data_root, manifest, tmp_
     assert result["haarpsi"] == pytest.approx(1.0, abs=1e-6)
     assert result["haarpsi_masked"] == pytest.approx(1.0, abs=1e-6)
     assert all(v == 100.0 for v in result["psnr_by_label"].values())
+    assert result["colour_error_masked"] == 0.0
+    assert all(v == 0.0 for v in result["colour_error_by_label"].values())
     # The frames are the real ones, so their flicker is reality's own.
     assert result["warp_error"] == pytest.approx(result["warp_error_real"])
     assert result["surface_consistency"] == pytest.approx(result["surface_consistency_real"])

@@ -7,7 +7,15 @@ import math
 import pytest
 import torch
 
-from triton_s2r.evaluation.metrics import object_mask, psnr, ssim, surface_consistency, warp_error, warp_error_by_label
+from triton_s2r.evaluation.metrics import (
+    colour_error_by_label,
+    object_mask,
+    psnr,
+    ssim,
+    surface_consistency,
+    warp_error,
+    warp_error_by_label,
+)
 from triton_s2r.render import make_rasterizer
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.primitives import builtin_frames
@@ -132,6 +140,37 @@ def test_ssim_is_float32_under_bf16_autocast():
     expected = ssim(pred, target)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert ssim(pred, target).item() == pytest.approx(expected.item(), abs=1e-6)
+
+
+def test_colour_error_by_label_sees_wrong_colours_and_not_blur():
+    # Two frames, labels 0 (void, left), 1 (top right), 2 (bottom right; only in frame 0); label 3 never shown.
+    real = random_images()
+    label = torch.zeros(2, 24, 24, dtype=torch.int64)
+    label[:, :12, 12:] = 1
+    label[0, 12:, 12:] = 2
+    # Each label region replaced by its own mean colour: the pattern is gone, the colour is right.
+    flat = real.clone()
+    for b in range(2):
+        for value in label[b].unique():
+            region = label[b] == value
+            flat[b][:, region] = real[b][:, region].mean(dim=1, keepdim=True)
+    assert psnr(flat, real) < 25
+    assert torch.allclose(colour_error_by_label(flat, real, label, 3)[:3], torch.zeros(3), atol=1e-6)
+    # Label 2 shifted by +0.1 in red only: its error is 0.1 / 3 channels; the others stay 0; label 3 is NaN.
+    shifted = real.clone()
+    shifted[0, 0][label[0] == 2] += 0.1
+    error = colour_error_by_label(shifted, real, label, 3)
+    assert error.shape == (4,) and error.dtype == torch.float32
+    assert torch.allclose(error[:3], torch.tensor([0.0, 0.0, 0.1 / 3]), atol=1e-6)
+    assert error[3].isnan()
+    # Averaged over the frames that show a label: a shift in one of the two frames of label 1 counts half.
+    shifted = real.clone()
+    shifted[1, :][:, label[1] == 1] -= 0.2
+    assert colour_error_by_label(shifted, real, label, 3)[1] == pytest.approx(0.1, abs=1e-6)
+    with pytest.raises(ValueError, match="above num_labels=1"):
+        colour_error_by_label(real, real, label, 1)
+    with pytest.raises(ValueError, match="label must be"):
+        colour_error_by_label(real, real, label[:, :8], 3)
 
 
 def test_empty_masks_and_bad_shapes_raise():

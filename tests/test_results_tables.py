@@ -59,3 +59,5 @@ def test_per_label_means_skip_labels_a_run_lacks() -> None:
                            "psnr_by_label", 2).splitlines()
     assert table[0] == "| method | table | can |"
     assert table[2] == "| triton | 21.00 | 12.00 |"
+    # Evaluations kept from before a per-label metric existed: the table says so instead of failing.
+    assert "rerun `triton-s2r eval`" in by_label_table([outcome("triton", 0, 20.0, 10)], "colour_error_by_label", 3)

@@ -11,7 +11,9 @@ whole frames and over objects and robot only (no table, no void: the paper's "ma
 label (``psnr_by_label``, void included: where fidelity is won or lost), and HaarPSI
 (``triton_s2r.evaluation.haarpsi``), a perceptual similarity that blur cannot fool, whole frame (``haarpsi``)
 and objects and robot only (``haarpsi_masked``: outside the mask the frame is replaced by the real one and the
-pooling counts mask pixels only).
+pooling counts mask pixels only). Colour error (``colour_error_by_label``, ``colour_error_masked`` over objects
+and robot): how far each label's mean colour is from the real one's, which tells a wrong colour from a blurred
+or misplaced pattern.
 Consistency on every video sequence: surface consistency (per-texel colour spread across the frames that
 see the texel, in UV space) and warp error (colour change between consecutive frames at pixels that see
 the same surface point, from the exact label and UV correspondence), each also for the real frames: reality's
@@ -144,6 +146,20 @@ def _psnr_by_label(translation: Tensor, real: Tensor, label: Tensor, names: list
     return result
 
 
+def _colour_errors(translation: Tensor, real: Tensor, label: Tensor, names: list[str],
+                   exclude: list[int]) -> dict:
+    """``colour_error_by_label`` (void included; None where no frame shows a label) and ``colour_error_masked``.
+
+    ``colour_error_masked`` is the mean of the per-label errors over the objects and robot (not void, not
+    ``exclude``) that some frame shows: each object counts once, whatever its size on screen.
+    """
+    error = metrics.colour_error_by_label(translation, real, label, len(names) - 1)
+    by_label = {name: None if value.isnan() else float(value) for name, value in zip(names, error, strict=True)}
+    objects = [by_label[name] for i, name in enumerate(names) if i != 0 and i not in exclude]
+    shown = [value for value in objects if value is not None]
+    return {"colour_error_by_label": by_label, "colour_error_masked": sum(shown) / len(shown) if shown else None}
+
+
 def _mean_by_label(values: list[Tensor], names: Sequence[str]) -> dict[str, float | None]:
     """Per label name: the mean over sequences of (K,) values, NaN entries skipped; None if all are NaN."""
     if not values:
@@ -237,6 +253,7 @@ def evaluate(
         "haarpsi": _haarpsi(translation, real),
         "haarpsi_masked": _haarpsi(translation[keep], real[keep], objects[keep]),
         "psnr_by_label": _psnr_by_label(translation, real, gbuffer.label, ["void", *dataset.labels.names]),
+        **_colour_errors(translation, real, gbuffer.label, ["void", *dataset.labels.names], exclude),
         "n_frames": int(translation.shape[0]),
     }
 

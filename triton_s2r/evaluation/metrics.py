@@ -272,6 +272,43 @@ def _warp_sums(frames: Tensor, gbuffer: GBuffer, grid_size: int) -> tuple[Tensor
     return total, count
 
 
+def colour_error_by_label(pred: Tensor, target: Tensor, label: Tensor, num_labels: int) -> Tensor:
+    """How far each label's mean colour is from the real one's: which surfaces take the wrong colour.
+
+    Per frame and label, the mean colour of the label's pixels in ``pred`` and in ``target``; the error is the
+    mean over channels of their absolute difference, averaged over the frames that show the label. It
+    separates colour from structure: a translation that gives an object its real colour but blurs or misplaces
+    its pattern scores 0, one that paints every object the same colour scores each object's distance from it.
+
+    Args:
+        pred: (B, C, H, W) float in [0, 1], e.g. translated frames.
+        target: (B, C, H, W) float in [0, 1], the paired real photos.
+        label: (B, H, W) int64 label ids, 0 = void, 1..K.
+        num_labels: K; labels above K are an error.
+
+    Returns:
+        (K + 1,) float32 in [0, 1], entry l for label id l (entry 0: void); NaN where no frame shows l.
+    """
+    _check_pair(pred, target, None)
+    batch, channels = pred.shape[:2]
+    if label.shape != (batch, *pred.shape[2:]):
+        raise ValueError(f"label must be (B, H, W) = {(batch, *pred.shape[2:])}; got {tuple(label.shape)}")
+    if label.numel() and int(label.max()) > num_labels:
+        raise ValueError(f"colour_error_by_label: label {int(label.max())} above num_labels={num_labels}")
+    index = label.flatten(1)  # (B, N)
+    counts = torch.zeros(batch, num_labels + 1, dtype=torch.float64, device=pred.device)
+    counts.scatter_add_(1, index, torch.ones_like(index, dtype=torch.float64))
+
+    def label_means(images: Tensor) -> Tensor:  # (B, K + 1, C); NaN where a frame does not show a label
+        sums = torch.zeros(batch, num_labels + 1, channels, dtype=torch.float64, device=pred.device)
+        sums.scatter_add_(1, index.unsqueeze(-1).expand(-1, -1, channels), images.flatten(2).transpose(1, 2).double())
+        return sums / counts.unsqueeze(-1)
+
+    difference = (label_means(pred) - label_means(target)).abs().mean(-1)  # (B, K + 1)
+    shown = counts > 0
+    return (difference.nan_to_num().sum(0) / shown.sum(0)).float()  # 0 / 0 = NaN where no frame shows a label
+
+
 def _check_pair(pred: Tensor, target: Tensor, mask: Tensor | None) -> None:
     if pred.ndim != 4 or pred.shape != target.shape:
         raise ValueError(f"pred and target must both be (B, C, H, W); got {tuple(pred.shape)} and "
