@@ -245,6 +245,7 @@ def evaluate(
     translation, gbuffer, real = _load_split(frame_source, dataset, split, batch_size, progress)
     objects = metrics.object_mask(gbuffer.label, exclude=exclude)
     keep = objects.flatten(1).any(1)  # frames with no object pixel have no masked score
+    label_names = ["void", *dataset.labels.names]
     result = {
         "psnr": float(metrics.psnr(translation, real)),
         "ssim": float(metrics.ssim(translation, real)),
@@ -252,8 +253,8 @@ def evaluate(
         "ssim_masked": float(metrics.ssim(translation[keep], real[keep], mask=objects[keep])),
         "haarpsi": _haarpsi(translation, real),
         "haarpsi_masked": _haarpsi(translation[keep], real[keep], objects[keep]),
-        "psnr_by_label": _psnr_by_label(translation, real, gbuffer.label, ["void", *dataset.labels.names]),
-        **_colour_errors(translation, real, gbuffer.label, ["void", *dataset.labels.names], exclude),
+        "psnr_by_label": _psnr_by_label(translation, real, gbuffer.label, label_names),
+        **_colour_errors(translation, real, gbuffer.label, label_names, exclude),
         "n_frames": int(translation.shape[0]),
     }
 
