@@ -11,10 +11,14 @@ Usage::
         --concurrent                                # six runs at once, spread over every visible GPU
     python -m benchmarks.results --data DIR --budget-seconds 1200 --methods triton no_texture --seeds 0 1 2 3 \
         --concurrent --compile      # compiled: one untimed run per method fills the compile cache first
+    python -m benchmarks.results --data outputs/data/small --recipe demo --methods triton --seeds 0 1 2 \
+        --variant triton_g1 loss.r1_gamma=1 --concurrent    # the README demo's recipe (600 batches), on a GPU
 
 Each run is ``triton-s2r train`` with the base recipe below plus the method's experiment (``triton``: the
 defaults, i.e. full TRITON) and ``seed=S``, stopped by Lightning's ``max_time``; then ``triton-s2r eval`` on
-the same dataset. The unpaired methods render their sim batches in the loop on a GPU (train_sim states); the
+the same dataset. With ``--recipe demo`` each run is instead the README demo's training (``experiment=demo``, its
+600 batches at 112 px; no time budget), for many seeds of the CPU main job at once on a GPU. The unpaired
+methods render their sim batches in the loop on a GPU (train_sim states); the
 paired ``oracle`` reads the UVL frames and photos of train_real. Runs go to the visible GPUs in turn
 (``CUDA_VISIBLE_DEVICES``); without ``--concurrent`` each GPU trains one run at a time. Writes a markdown
 file (docs/results.md by default) with the card, command, date and commit: one row per run, and with
@@ -89,13 +93,20 @@ class Outcome:
     curves: list[dict]
 
 
+RECIPES = ("benchmark", "demo")
+
+
 def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool, paired: bool,
-                   compile_: bool = False, epochs: int = 100000) -> list[str]:
+                   compile_: bool = False, epochs: int = 100000, recipe: str = "benchmark") -> list[str]:
     """The recipe every run shares.
 
     ``compile_``: compiled with CUDA graphs; ``epochs``: the most epochs (50 batches each), when the time budget
-    does not end the run first.
+    does not end the run first. ``recipe="demo"``: the README demo's training instead (``experiment=demo``, its
+    own batches, frames and precision; ``budget_seconds`` and ``epochs`` unused).
     """
+    if recipe == "demo":
+        return [f"data.root={data}", "data.build_preset=null", "experiment=demo", "trainer.enable_progress_bar=false",
+                f"hydra.run.dir={run_dir}"]
     hours, rest = divmod(budget_seconds, 3600)
     return [
         f"data.root={data}", "data.build_preset=null",
@@ -144,15 +155,16 @@ def fill_compile_cache(rows: list[tuple[str, list[str]]], data: str, runs: Path,
 
 
 def train_and_evaluate(run: Run, data: str, budget_seconds: int, gpu: str | None, threads: int,
-                       downstream: bool, compile_: bool = False) -> Outcome:
+                       downstream: bool, compile_: bool = False, recipe: str = "benchmark") -> Outcome:
     """Train ``run`` with ``threads`` CPU threads, then evaluate it.
 
-    It trains on GPU index ``gpu`` (the CPU when None), compiled when ``compile_`` (see ``base_overrides``), and a
+    It trains on GPU index ``gpu`` (the CPU when None), compiled when ``compile_``, with ``recipe`` (see
+    ``base_overrides``), and a
     pose regressor on its translations when ``downstream``.
     """
     env = run_env(gpu, threads)
     seconds = train_once([*base_overrides(data, budget_seconds, run.run_dir, gpu is not None, run.name == "oracle",
-                                          compile_), *run.overrides, f"seed={run.seed}"],
+                                          compile_, recipe=recipe), *run.overrides, f"seed={run.seed}"],
                          run.run_dir / "train_seconds.txt", env)
     metrics_path = run.run_dir / "metrics.json"
     if not metrics_path.is_file() or "haarpsi" not in json.loads(metrics_path.read_text()):
@@ -277,9 +289,15 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true",
                         help="GPU: train compiled with CUDA graphs (about twice the eager batches), after one "
                              "untimed one-epoch run per row that fills the compile cache")
+    parser.add_argument("--recipe", choices=RECIPES, default="benchmark",
+                        help="benchmark: the base recipe above, stopped by --budget-seconds; demo: the README demo's "
+                             "training (experiment=demo, 600 batches; full TRITON and its variants only)")
     args = parser.parse_args()
     if args.compile and args.cpu:
         parser.error("--compile is for GPU runs")
+    if args.recipe == "demo" and (args.compile or args.downstream or set(args.methods) - {"triton"}):
+        parser.error("--recipe demo trains experiment=demo: use --methods triton and --variant rows, without "
+                     "--compile and --downstream")
 
     rows = [(method, METHODS[method]) for method in args.methods] + [(v[0], v[1:]) for v in args.variant]
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")  # a run's CUDA_VISIBLE_DEVICES names one of these
@@ -300,14 +318,14 @@ def main() -> None:
         gpu = free_gpus.get()
         try:
             return train_and_evaluate(run, args.data, args.budget_seconds, gpu, threads, args.downstream,
-                                      args.compile)
+                                      args.compile, args.recipe)
         finally:
             free_gpus.put(gpu)
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         if args.concurrent:
             futures = [pool.submit(train_and_evaluate, run, args.data, args.budget_seconds, gpu, threads,
-                                   args.downstream, args.compile) for run, gpu in runs]
+                                   args.downstream, args.compile, args.recipe) for run, gpu in runs]
         else:
             futures = [pool.submit(on_next_free_gpu, run) for run, _ in runs]
         outcomes = [future.result() for future in futures]
@@ -330,7 +348,9 @@ def main() -> None:
     text = (
         f"# Results\n\n- card: {machine()} x{len(gpus)}\n- command: `python -m benchmarks.results "
         f"{' '.join(shlex.quote(a) for a in sys.argv[1:])}`\n- date: {datetime.date.today().isoformat()}, "
-        f"commit {commit()}\n- dataset: {args.data}; budget {args.budget_seconds} s of training per run\n\n"
+        f"commit {commit()}\n- dataset: {args.data}; "
+        + (f"budget {args.budget_seconds} s of training per run" if args.recipe == "benchmark" else
+           "the README demo's training per run (`experiment=demo`, 600 batches)") + "\n\n"
         "PSNR and SSIM: higher is better (translation vs the paired path-traced frame); `_masked`: objects and "
         "robot only. Colour error (each label's mean colour against the real one's; 0 for the real frames): lower "
         "is better. Surface consistency and warp error: lower is better; the real frames' own levels are "
