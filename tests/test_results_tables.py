@@ -61,3 +61,22 @@ def test_per_label_means_skip_labels_a_run_lacks() -> None:
     assert table[2] == "| triton | 21.00 | 12.00 |"
     # Evaluations kept from before a per-label metric existed: the table says so instead of failing.
     assert "rerun `triton-s2r eval`" in by_label_table([outcome("triton", 0, 20.0, 10)], "colour_error_by_label", 3)
+
+
+def composed_run(overrides: list[str]):
+    from hydra import compose, initialize_config_module
+
+    with initialize_config_module("triton_s2r.conf", version_base="1.3"):
+        return compose("train", overrides=[o for o in overrides if not o.startswith("hydra.")])
+
+
+def test_demo_recipe_trains_the_demo_and_benchmark_recipe_its_budget() -> None:
+    from benchmarks.results import base_overrides
+
+    demo = composed_run([*base_overrides("DATA", 600, Path("RUN"), gpu=True, paired=False, recipe="demo"), "seed=1"])
+    assert demo.data.root == "DATA" and demo.seed == 1
+    assert demo.system.crop_size == 96 and demo.data.steps_per_epoch * demo.trainer.max_epochs == 600
+    assert demo.loss.r1_interval == 16 and "max_time" not in demo.trainer  # the demo's batches, not a time budget
+    bench = composed_run(base_overrides("DATA", 600, Path("RUN"), gpu=True, paired=False))
+    assert bench.system.crop_size == 256 and bench.trainer.max_time == "00:00:10:00"
+    assert bench.data.sim_source == "render"
