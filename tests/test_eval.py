@@ -58,6 +58,12 @@ def test_eval_writes_every_metric(run_dir, data_root, manifest, tmp_path, capsys
     assert all(0 <= v <= 1 for v in colour.values() if v is not None), colour
     objects = [v for k, v in colour.items() if k not in ("void", "table") and v is not None]
     assert min(objects) <= result["colour_error_masked"] <= max(objects)
+    # How the run's real->sim translator labels the real frames: an IoU per label, the void always shown.
+    iou = result["real_label_iou_by_label"]
+    assert list(iou) == list(by_label) and iou["void"] is not None
+    assert all(0 <= v <= 1 for v in iou.values() if v is not None), iou
+    shown_objects = [v for k, v in iou.items() if k not in ("void", "table") and v is not None]
+    assert result["real_label_iou_masked"] == pytest.approx(sum(shown_objects) / len(shown_objects))
     # Flicker per label: every label but the void, each a colour difference; the whole-frame number is a
     # pixel-weighted mean of them, so it lies within their range.
     for key in ("warp_error_by_label", "warp_error_by_label_real"):
@@ -117,6 +123,7 @@ def test_eval_of_the_real_frames_themselves_is_perfect(data_root, manifest, tmp_
     assert result["surface_consistency"] == pytest.approx(result["surface_consistency_real"])
     assert {key: result[key] for key in paired_counts(manifest)} == paired_counts(manifest)
     assert result["texture_psnr"] is None and "run directory" in result["absent"]["texture_psnr"]
+    assert result["real_label_iou_masked"] is None and "run directory" in result["absent"]["real_label_iou_masked"]
     assert "from a frames folder" in capsys.readouterr().out
 
 

@@ -9,6 +9,7 @@ import torch
 
 from triton_s2r.evaluation.metrics import (
     colour_error_by_label,
+    label_iou,
     object_mask,
     psnr,
     ssim,
@@ -140,6 +141,19 @@ def test_ssim_is_float32_under_bf16_autocast():
     expected = ssim(pred, target)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert ssim(pred, target).item() == pytest.approx(expected.item(), abs=1e-6)
+
+
+def test_label_iou_per_label_over_all_frames():
+    target = torch.tensor([[[0, 1, 1], [2, 2, 0]]])
+    pred = torch.tensor([[[0, 1, 2], [2, 2, 1]]])
+    iou = label_iou(pred, target, 3)
+    assert iou.dtype == torch.float32 and iou.shape == (4,)
+    torch.testing.assert_close(iou[:3], torch.tensor([1 / 2, 1 / 3, 2 / 3]))
+    assert iou[3].isnan()  # neither map holds label 3
+    assert torch.equal(label_iou(target, target, 3)[:3], torch.ones(3))
+    assert label_iou(torch.zeros_like(target), target, 3)[1] == 0  # a label never predicted
+    with pytest.raises(ValueError, match="outside 0..1"):
+        label_iou(pred, target, 1)
 
 
 def test_colour_error_by_label_sees_wrong_colours_and_not_blur():

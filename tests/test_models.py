@@ -11,6 +11,7 @@ from triton_s2r.models import (
     RasterTexture,
     SimInput,
     StyleFreeGenerator,
+    hint_labels,
     sample_label_textures,
     texel_centers,
     texture_projection,
@@ -183,6 +184,17 @@ def test_uvl_hint_range_and_void():
     assert hint.shape == (2, 3, 32, 32) and hint.min() >= -1 and hint.max() <= 1
     assert torch.all(hint.permute(0, 2, 3, 1)[label == 0] == -1)
     torch.testing.assert_close(hint[:, 2][label == NUM_LABELS], torch.ones(int((label == NUM_LABELS).sum())))
+
+
+def test_hint_labels_read_back_the_labels_of_x_a():
+    uv, label = make_gbuffer()
+    for hint_multiplier in (1.0, 0.0):  # channel 5 holds the plain hint whatever the multipliers
+        x_a = SimInput(NUM_LABELS, hint_multiplier=hint_multiplier)(torch.rand(2, 3, 32, 32), uv, label)
+        assert torch.equal(hint_labels(x_a, NUM_LABELS), label)
+    # A drawn image between the exact values rounds to the nearest id and clamps outside the range.
+    drawn = torch.zeros(1, 6, 1, 3)
+    drawn[0, 5, 0] = torch.tensor([-3.0, 0.1, 5.0])
+    assert hint_labels(drawn, NUM_LABELS).tolist() == [[[0, 2, 3]]]
 
 
 def test_sim_input_layout_and_ablation_multipliers():

@@ -137,6 +137,15 @@ def test_translator_is_deterministic_with_named_outputs(translator, data_root, s
     torch.testing.assert_close(alone.translation, first.translation[1:2], atol=1e-5, rtol=0)
 
 
+def test_label_photos_labels_real_frames_of_any_size(translator, data_root) -> None:
+    photos = BenchmarkDataset.open(data_root).photos("test")
+    real = torch.stack([photos[0], photos[1]])[..., :30, :29]  # not a multiple of the generator's 4: padded
+    labels = translator.label_photos(real)
+    assert labels.shape == (2, 30, 29) and labels.dtype == torch.int64
+    assert 0 <= int(labels.min()) and int(labels.max()) <= translator.num_labels
+    assert torch.equal(labels, translator.label_photos(real))  # deterministic (eval mode, no input noise)
+
+
 def test_baked_texture_matches_the_exact_texture(translator, data_root) -> None:
     """Inference rasterises the fixed texture once (the paper's lookup image); per-pixel evaluation agrees."""
     frames = BenchmarkDataset.open(data_root).uvl_frames("test")

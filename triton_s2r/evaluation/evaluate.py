@@ -22,6 +22,10 @@ definitions.
 Texture recovery (runs only): each label's learned texture against the benchmark's hidden albedo after a
 per-label affine colour fit, ``texture_psnr`` and ``texture_psnr_by_label``
 (``triton_s2r.evaluation.texture_recovery``).
+Real-frame labelling (runs only): how the run's real->sim translator labels the paired real frames against
+their true labels, intersection over union per label (``real_label_iou_by_label``, void included) and over
+objects and robot (``real_label_iou_masked``): the real -> sim -> real cycle can tie an object to its real
+colour only where this labelling finds the object.
 
 FID, KID and LPIPS need pretrained network weights, which nothing here downloads; they are reported as
 absent (``null``) with the reason, as is every other key that does not apply (under ``absent``).
@@ -48,6 +52,7 @@ from triton_s2r.utils.files import atomic_write
 
 ABSENT = "needs pretrained network weights, which triton_s2r never downloads; not computed"
 NO_TEXTURE = "a frames folder has no learned texture; texture recovery needs a run directory"
+NO_MODEL = "a frames folder has no real->sim translator; how it labels the real frames needs a run directory"
 NO_SEQUENCES = "the frames folder has no sequences/ folder; translate the dataset's sequences for these"
 #: Frames per HaarPSI call (it works in float64): bounds memory on the full preset.
 _HAARPSI_CHUNK = 16
@@ -278,6 +283,15 @@ def evaluate(
     if kind == "frames" and not sequences and any(s.startswith("sequences/") for s in dataset.splits):
         absent.update({k: NO_SEQUENCES for k in consistency})
 
+    if translator is not None:
+        iou = metrics.label_iou(translator.label_photos(real).cpu(), gbuffer.label, num_labels)
+        result["real_label_iou_by_label"] = {name: None if v.isnan() else float(v)
+                                             for name, v in zip(label_names, iou, strict=True)}
+        shown = [float(v) for i, v in enumerate(iou) if i and i not in exclude and not v.isnan()]
+        result["real_label_iou_masked"] = sum(shown) / len(shown) if shown else None
+    else:
+        result.update({"real_label_iou_by_label": {name: None for name in label_names}, "real_label_iou_masked": None})
+        absent.update({"real_label_iou_by_label": NO_MODEL, "real_label_iou_masked": NO_MODEL})
     if translator is not None:
         texture_psnr, texture_by_label, why = _texture_recovery(translator, dataset, GBuffer.cat(gbuffers_seen),
                                                                 texture_resolution)

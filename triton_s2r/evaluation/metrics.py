@@ -309,6 +309,29 @@ def colour_error_by_label(pred: Tensor, target: Tensor, label: Tensor, num_label
     return (difference.nan_to_num().sum(0) / shown.sum(0)).float()  # 0 / 0 = NaN where no frame shows a label
 
 
+def label_iou(pred: Tensor, target: Tensor, num_labels: int) -> Tensor:
+    """Intersection over union of each label between two label maps, over all frames at once.
+
+    Args:
+        pred: (B, H, W) int64 label ids in 0..K, e.g. how the real->sim translator labels real photos.
+        target: (B, H, W) int64 true label ids in 0..K (0 = void).
+        num_labels: K; ids outside 0..K are an error.
+
+    Returns:
+        (K + 1,) float32 in [0, 1], entry l for label id l (entry 0: void); NaN where neither map holds l.
+    """
+    if pred.shape != target.shape or pred.ndim != 3:
+        raise ValueError(f"pred and target must both be (B, H, W); got {tuple(pred.shape)} and {tuple(target.shape)}")
+    for name, labels in (("pred", pred), ("target", target)):
+        if labels.numel() and not 0 <= int(labels.min()) <= int(labels.max()) <= num_labels:
+            raise ValueError(f"label_iou: {name} holds ids outside 0..{num_labels}")
+    size = num_labels + 1
+    joint = torch.bincount((target * size + pred).flatten(), minlength=size * size).view(size, size).double()
+    both = joint.diagonal()
+    union = joint.sum(0) + joint.sum(1) - both
+    return (both / union).float()  # 0 / 0 = NaN where neither map holds a label
+
+
 def _check_pair(pred: Tensor, target: Tensor, mask: Tensor | None) -> None:
     if pred.ndim != 4 or pred.shape != target.shape:
         raise ValueError(f"pred and target must both be (B, C, H, W); got {tuple(pred.shape)} and "

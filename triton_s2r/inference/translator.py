@@ -24,6 +24,7 @@ from typing import cast
 import torch
 from torch import Tensor, nn
 
+from triton_s2r.models.sim_input import hint_labels
 from triton_s2r.models.texture_space import check_labels
 from triton_s2r.models.triton import SimBatch, TritonModel, to_unit
 from triton_s2r.render.gbuffer import GBuffer
@@ -241,6 +242,32 @@ class Translator:
             raise ValueError(f"resolution must be >= 1, got {resolution}")
         return self.model.texture.bake(resolution)[:, :3].float().clamp(0, 1)
 
+
+    @torch.inference_mode()
+    def label_photos(self, photos: Tensor) -> Tensor:
+        """How the real->sim translator labels real photos: the label channel of x_ba = G_A(E_B(photo)).
+
+        Unpaired training can tie each object to its real colour only where this labelling finds the objects
+        (the real -> sim -> real cycle), so it is a diagnostic of training (``triton-s2r eval``'s
+        ``real_label_iou_by_label``), not part of translating.
+
+        Args:
+            photos: (B, 3, H, W) float in [0, 1]; moved to the translator's device. Any H and W work (padded as in
+                ``__call__``).
+
+        Returns:
+            (B, H, W) int64 label ids in 0..K on the translator's device (``models.sim_input.hint_labels``).
+        """
+        frames = max(1, MAX_PIXELS_PER_CALL // (photos.shape[-2] * photos.shape[-1]))
+        if photos.shape[0] > frames:
+            return torch.cat([self.label_photos(photos[i:i + frames]) for i in range(0, photos.shape[0], frames)])
+        height, width = photos.shape[-2:]
+        real = _pad_edges(photos.to(self.device).float() * 2 - 1, -height % self.size_multiple,
+                          -width % self.size_multiple)
+        device_type = real.device.type
+        with torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=device_type == "cuda"):
+            x_ba = self.model.real_to_sim(real)
+        return hint_labels(x_ba, self.num_labels)[..., :height, :width]
 
 def _pad_edges(image: Tensor, pad_h: int, pad_w: int) -> Tensor:
     """Repeat the last ``pad_h`` rows and ``pad_w`` columns of (..., H, W) of any dtype (labels included)."""

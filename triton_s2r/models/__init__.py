@@ -6,7 +6,7 @@ from triton_s2r.models.discriminator import MultiScaleDiscriminator, PatchDiscri
 from triton_s2r.models.generator import ContentEncoder, Decoder, ResidualBlock, StyleFreeGenerator
 from triton_s2r.models.neural_texture import NeuralTexture
 from triton_s2r.models.raster_texture import RasterTexture
-from triton_s2r.models.sim_input import SimInput, texture_projection, uvl_hint, uvl_image
+from triton_s2r.models.sim_input import SimInput, hint_labels, texture_projection, uvl_hint, uvl_image
 from triton_s2r.models.texture_space import bilinear_taps, sample_label_textures, texel_centers
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "sample_label_textures",
     "texel_centers",
     "texture_projection",
+    "hint_labels",
     "uvl_hint",
     "uvl_image",
 ]

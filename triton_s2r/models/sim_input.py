@@ -45,6 +45,22 @@ def uvl_hint(uv: Tensor, label: Tensor, num_labels: int) -> Tensor:
     return 2.0 * uvl_image(uv, label, num_labels) - 1.0
 
 
+def hint_labels(x_a: Tensor, num_labels: int) -> Tensor:
+    """The labels a sim-domain image draws in its hint's label channel (channel 5 of x_a), rounded to ids.
+
+    The inverse of ``uvl_hint``'s label channel (``2·label/K - 1`` on surfaces, -1 on void), for images the
+    real->sim translator draws from photos: how it labels the real frames' surfaces.
+
+    Args:
+        x_a: (B, 6 + C - 3, H, W) float, as ``SimInput`` builds it or ``TritonModel.real_to_sim`` draws it.
+        num_labels: K.
+
+    Returns:
+        (B, H, W) int64 in 0..K (values beyond the range are clamped to it).
+    """
+    return ((x_a[:, 5].float() + 1) / 2 * num_labels).round().clamp(0, num_labels).long()
+
+
 def texture_projection(texture: Tensor, label: Tensor) -> Tensor:
     """The texture projection π: the sampled texture mapped from [0, 1] to [-1, 1].
 

@@ -145,6 +145,10 @@ class TritonModel(nn.Module):
         """Sim -> real: x_ab = G_B(E_A(x_a)) (``decode_real``), (B, 6 + C - 3, H, W) -> (B, 3, H, W) in [-1, 1]."""
         return self.decode_real(self.generator_sim.encode(x_a), batch)[0]
 
+    def real_to_sim(self, real: Tensor) -> Tensor:
+        """Real -> sim: x_ba = G_A(E_B(real)), (B, 3, H, W) in [-1, 1] -> (B, 6 + C - 3, H, W) like x_a."""
+        return self.generator_sim.decode(self.generator_real.encode(real))
+
     def forward(self, uv: Tensor, label: Tensor, supersample: int = 1) -> Tensor:
         """Translate G-buffers to real-looking images: (B, 3, H, W) in [-1, 1]."""
         batch = self.sample_texture(uv, label, supersample)
