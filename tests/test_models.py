@@ -197,6 +197,34 @@ def test_hint_labels_read_back_the_labels_of_x_a():
     assert hint_labels(drawn, NUM_LABELS).tolist() == [[[0, 2, 3]]]
 
 
+def test_onehot_labels_follow_x_a_as_one_channel_per_label():
+    uv, label = make_gbuffer()
+    texture = torch.rand(2, 3, 32, 32)
+    scalar = SimInput(NUM_LABELS)(texture, uv, label)
+    onehot_input = SimInput(NUM_LABELS, label_encoding="onehot")
+    x_a = onehot_input(texture, uv, label)
+    assert onehot_input.out_channels == 6 + NUM_LABELS and x_a.shape == (2, 6 + NUM_LABELS, 32, 32)
+    torch.testing.assert_close(x_a[:, :6], scalar)  # the reference channels are unchanged
+    for k in range(1, NUM_LABELS + 1):
+        torch.testing.assert_close(x_a[:, 5 + k], (label == k).float() * 2 - 1)
+    assert torch.equal(onehot_input.decode_labels(x_a), label)
+    assert torch.equal(SimInput(NUM_LABELS).decode_labels(scalar), label)
+    # A drawn image: the strongest label channel wins where one is above 0, void elsewhere.
+    drawn = -torch.ones(1, 6 + NUM_LABELS, 1, 2)
+    drawn[0, 6:, 0, 0] = torch.tensor([0.2, 0.7, -0.1])
+    assert onehot_input.decode_labels(drawn).tolist() == [[[2, 0]]]
+    with pytest.raises(ValueError, match="label_encoding"):
+        SimInput(NUM_LABELS, label_encoding="embedding")
+
+
+def test_model_refuses_a_sim_generator_of_the_wrong_width() -> None:
+    from triton_s2r.models.triton import TritonModel
+
+    with pytest.raises(ValueError, match=r"generator_sim.in_channels .*9"):
+        TritonModel(tiny_texture(), SimInput(NUM_LABELS, label_encoding="onehot"), tiny_generator(6),
+                    tiny_generator(3))
+
+
 def test_sim_input_layout_and_ablation_multipliers():
     uv, label = make_gbuffer()
     texture = tiny_texture(out_channels=4)(uv, label)

@@ -9,6 +9,7 @@ import pytest
 import torch
 import yaml
 from hydra import compose, initialize_config_module
+from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import OmegaConf, open_dict
 
@@ -28,6 +29,17 @@ def composed(overrides: list[str]):
     with open_dict(cfg):
         cfg.num_labels = 9
     return cfg
+
+
+def test_onehot_labels_build_with_the_wider_sim_networks_and_refuse_without() -> None:
+    onehot = ["model.translator.sim_input.label_encoding=onehot"]
+    system = build_system(composed([*onehot, "model.translator.generator_sim.in_channels=15",
+                                    "model.discriminator_sim.in_channels=15"]))
+    assert system.model.sim_input.out_channels == system.model.generator_sim.in_channels == 15
+    with pytest.raises(InstantiationException, match="generator_sim.in_channels"):  # Hydra wraps the model's error
+        build_system(composed(onehot))
+    with pytest.raises(ValueError, match="discriminator_sim.in_channels to 15"):
+        build_system(composed([*onehot, "model.translator.generator_sim.in_channels=15"]))
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)

@@ -24,7 +24,6 @@ from typing import cast
 import torch
 from torch import Tensor, nn
 
-from triton_s2r.models.sim_input import hint_labels
 from triton_s2r.models.texture_space import check_labels
 from triton_s2r.models.triton import SimBatch, TritonModel, to_unit
 from triton_s2r.render.gbuffer import GBuffer
@@ -256,7 +255,7 @@ class Translator:
                 ``__call__``).
 
         Returns:
-            (B, H, W) int64 label ids in 0..K on the translator's device (``models.sim_input.hint_labels``).
+            (B, H, W) int64 label ids in 0..K on the translator's device (``SimInput.decode_labels``).
         """
         frames = max(1, MAX_PIXELS_PER_CALL // (photos.shape[-2] * photos.shape[-1]))
         if photos.shape[0] > frames:
@@ -267,7 +266,7 @@ class Translator:
         device_type = real.device.type
         with torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=device_type == "cuda"):
             x_ba = self.model.real_to_sim(real)
-        return hint_labels(x_ba, self.num_labels)[..., :height, :width]
+        return self.model.sim_input.decode_labels(x_ba)[..., :height, :width]
 
 def _pad_edges(image: Tensor, pad_h: int, pad_w: int) -> Tensor:
     """Repeat the last ``pad_h`` rows and ``pad_w`` columns of (..., H, W) of any dtype (labels included)."""

@@ -72,7 +72,7 @@ class MultiScaleDiscriminator(nn.Module):
             ]
         )
         self.downsample = nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False)
-        self.num_layers, self.num_scales = num_layers, num_scales
+        self.in_channels, self.num_layers, self.num_scales = in_channels, num_layers, num_scales
         for layer in self.modules():
             if isinstance(layer, nn.Conv2d):
                 nn.init.normal_(layer.weight, 0.0, 0.02)

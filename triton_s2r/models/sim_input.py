@@ -7,6 +7,8 @@ With π the sampled texture mapped to [-1, 1] and ``hint = 2·uvl - 1``, the ref
 so the "no texture" ablation (pure MUNIT) is ``texture_multiplier = 0`` and the "texture only" ablation
 is ``hint_multiplier = 0``. Textures with C > 3 channels append their extra channels, times m_t, after the
 hint (6 + C - 3 channels in all). Void pixels (label 0) have π = 0 and uv = 0, so their hint is -1.
+With ``label_encoding="onehot"`` K more channels follow, one per label (1 on its pixels, -1 elsewhere), so
+that each label is a category of its own for the networks rather than a step of 2/K on one channel.
 """
 
 from __future__ import annotations
@@ -74,6 +76,9 @@ def texture_projection(texture: Tensor, label: Tensor) -> Tensor:
     return (2.0 * texture - 1.0) * (label > 0).unsqueeze(1).to(texture.dtype)
 
 
+LABEL_ENCODINGS = ("scalar", "onehot")
+
+
 class SimInput(nn.Module):
     """Builds x_a from a sampled texture and the G-buffer's uv and label (no parameters).
 
@@ -83,6 +88,8 @@ class SimInput(nn.Module):
         texture_multiplier: m_t, scales π; 0 gives the "no texture" (pure MUNIT) ablation. Reference: 1.
         hint_multiplier: m_h, scales the hint added to π; 0 gives the "texture only" ablation.
             Reference: 1 (0 at the end of the paper's run, docs/method.md §5.7).
+        label_encoding: "scalar" (reference): the label reaches the networks only as the hint's ``label / K``
+            channel; "onehot": also as K channels, one per label, after everything else (docs/method.md §2.5).
     """
 
     def __init__(
@@ -91,10 +98,15 @@ class SimInput(nn.Module):
         texture_channels: int = 3,
         texture_multiplier: float = 1.0,
         hint_multiplier: float = 1.0,
+        label_encoding: str = "scalar",
     ) -> None:
         super().__init__()
         if texture_channels < 3:
             raise ValueError(f"texture_channels must be >= 3 (RGB first), got {texture_channels}")
+        if label_encoding not in LABEL_ENCODINGS:
+            raise ValueError(f"model.translator.sim_input.label_encoding must be one of {LABEL_ENCODINGS}, "
+                             f"got {label_encoding!r}")
+        self.label_encoding = label_encoding
         self.num_labels = num_labels
         self.texture_channels = texture_channels
         self.texture_multiplier = texture_multiplier
@@ -102,8 +114,25 @@ class SimInput(nn.Module):
 
     @property
     def out_channels(self) -> int:
-        """Channels of x_a: 3 (hint + texture) + 3 (hint) + extra texture channels."""
-        return 6 + self.texture_channels - 3
+        """Channels of x_a: 3 (hint + texture) + 3 (hint) + extra texture channels (+ K one-hot label channels)."""
+        return 6 + self.texture_channels - 3 + (self.num_labels if self.label_encoding == "onehot" else 0)
+
+    def decode_labels(self, x_a: Tensor) -> Tensor:
+        """The labels an x_a-like image draws (e.g. the real->sim translator's, from a photo), as ids.
+
+        "scalar": the hint's label channel rounded (``hint_labels``); "onehot": the strongest label channel,
+        void where none is above 0.
+
+        Args:
+            x_a: (B, out_channels, H, W) float.
+
+        Returns:
+            (B, H, W) int64 in 0..K.
+        """
+        if self.label_encoding == "scalar":
+            return hint_labels(x_a, self.num_labels)
+        scores, index = x_a[:, -self.num_labels:].float().max(dim=1)
+        return torch.where(scores > 0, index + 1, 0)
 
     def forward(self, texture: Tensor, uv: Tensor, label: Tensor) -> Tensor:
         """Build x_a.
@@ -114,19 +143,24 @@ class SimInput(nn.Module):
             label: (B, H, W) int64; 0 = void, 1..K = objects.
 
         Returns:
-            (B, 6 + C - 3, H, W) float32: channels 0-2 ``hint·m_h + π[:3]·m_t`` (range
-            [-(m_h + m_t), m_h + m_t]), 3-5 the hint in [-1, 1], then ``π[3:]·m_t``.
+            (B, out_channels, H, W) float32: channels 0-2 ``hint·m_h + π[:3]·m_t`` (range
+            [-(m_h + m_t), m_h + m_t]), 3-5 the hint in [-1, 1], then ``π[3:]·m_t``, then with "onehot" one
+            channel per label 1..K, 1 on its pixels and -1 elsewhere.
         """
         if texture.shape[1] != self.texture_channels:
             raise ValueError(f"expected a {self.texture_channels}-channel texture, got {texture.shape[1]}")
         hint = uvl_hint(uv, label, self.num_labels)
         # float32 keeps the UV hint precise under autocast; the convolutions cast as they need.
         projection = texture_projection(texture.float(), label) * self.texture_multiplier
-        return torch.cat([hint * self.hint_multiplier + projection[:, :3], hint, projection[:, 3:]], dim=1)
+        parts = [hint * self.hint_multiplier + projection[:, :3], hint, projection[:, 3:]]
+        if self.label_encoding == "onehot":
+            ids = torch.arange(1, self.num_labels + 1, device=label.device).view(1, -1, 1, 1)
+            parts.append((label.unsqueeze(1) == ids).float() * 2 - 1)
+        return torch.cat(parts, dim=1)
 
     def extra_repr(self) -> str:
         """Labels and the texture and hint multipliers, for ``repr(module)``."""
         return (
             f"num_labels={self.num_labels}, texture_multiplier={self.texture_multiplier}, "
-            f"hint_multiplier={self.hint_multiplier}"
+            f"hint_multiplier={self.hint_multiplier}, label_encoding={self.label_encoding!r}"
         )
