@@ -151,18 +151,15 @@ def _psnr_by_label(translation: Tensor, real: Tensor, label: Tensor, names: list
     return result
 
 
-def _colour_errors(translation: Tensor, real: Tensor, label: Tensor, names: list[str],
-                   exclude: list[int]) -> dict:
-    """``colour_error_by_label`` (void included; None where no frame shows a label) and ``colour_error_masked``.
+def _per_label(values: Tensor, names: list[str], exclude: list[int], key: str) -> dict:
+    """``{key}_by_label`` from (K + 1,) values (void included; None where NaN) and ``{key}_masked``.
 
-    ``colour_error_masked`` is the mean of the per-label errors over the objects and robot (not void, not
-    ``exclude``) that some frame shows: each object counts once, whatever its size on screen.
+    ``{key}_masked`` is the mean of the per-label values over the objects and robot (not void, not ``exclude``)
+    that have one: each object counts once, whatever its size on screen.
     """
-    error = metrics.colour_error_by_label(translation, real, label, len(names) - 1)
-    by_label = {name: None if value.isnan() else float(value) for name, value in zip(names, error, strict=True)}
-    objects = [by_label[name] for i, name in enumerate(names) if i != 0 and i not in exclude]
-    shown = [value for value in objects if value is not None]
-    return {"colour_error_by_label": by_label, "colour_error_masked": sum(shown) / len(shown) if shown else None}
+    by_label = {name: None if value.isnan() else float(value) for name, value in zip(names, values, strict=True)}
+    shown = [v for i, v in enumerate(by_label.values()) if i != 0 and i not in exclude and v is not None]
+    return {f"{key}_by_label": by_label, f"{key}_masked": sum(shown) / len(shown) if shown else None}
 
 
 def _mean_by_label(values: list[Tensor], names: Sequence[str]) -> dict[str, float | None]:
@@ -259,7 +256,8 @@ def evaluate(
         "haarpsi": _haarpsi(translation, real),
         "haarpsi_masked": _haarpsi(translation[keep], real[keep], objects[keep]),
         "psnr_by_label": _psnr_by_label(translation, real, gbuffer.label, label_names),
-        **_colour_errors(translation, real, gbuffer.label, label_names, exclude),
+        **_per_label(metrics.colour_error_by_label(translation, real, gbuffer.label, len(label_names) - 1),
+                     label_names, exclude, "colour_error"),
         "n_frames": int(translation.shape[0]),
     }
 
@@ -284,18 +282,14 @@ def evaluate(
         absent.update({k: NO_SEQUENCES for k in consistency})
 
     if translator is not None:
-        iou = metrics.label_iou(translator.label_photos(real).cpu(), gbuffer.label, num_labels)
-        result["real_label_iou_by_label"] = {name: None if v.isnan() else float(v)
-                                             for name, v in zip(label_names, iou, strict=True)}
-        shown = [float(v) for i, v in enumerate(iou) if i and i not in exclude and not v.isnan()]
-        result["real_label_iou_masked"] = sum(shown) / len(shown) if shown else None
-    else:
-        result.update({"real_label_iou_by_label": {name: None for name in label_names}, "real_label_iou_masked": None})
-        absent.update({"real_label_iou_by_label": NO_MODEL, "real_label_iou_masked": NO_MODEL})
-    if translator is not None:
+        labelled = translator.label_photos(real).cpu()
+        result.update(_per_label(metrics.label_iou(labelled, gbuffer.label, num_labels), label_names, exclude,
+                                 "real_label_iou"))
         texture_psnr, texture_by_label, why = _texture_recovery(translator, dataset, GBuffer.cat(gbuffers_seen),
                                                                 texture_resolution)
     else:
+        result.update({"real_label_iou_by_label": {name: None for name in label_names}, "real_label_iou_masked": None})
+        absent.update({"real_label_iou_by_label": NO_MODEL, "real_label_iou_masked": NO_MODEL})
         texture_psnr, texture_by_label, why = None, {name: None for name in dataset.labels.names}, NO_TEXTURE
     if why:
         absent["texture_psnr"] = why

@@ -241,7 +241,6 @@ class Translator:
             raise ValueError(f"resolution must be >= 1, got {resolution}")
         return self.model.texture.bake(resolution)[:, :3].float().clamp(0, 1)
 
-
     @torch.inference_mode()
     def label_photos(self, photos: Tensor) -> Tensor:
         """How the real->sim translator labels real photos: the label channel of x_ba = G_A(E_B(photo)).
@@ -267,6 +266,7 @@ class Translator:
         with torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=device_type == "cuda"):
             x_ba = self.model.real_to_sim(real)
         return self.model.sim_input.decode_labels(x_ba)[..., :height, :width]
+
 
 def _pad_edges(image: Tensor, pad_h: int, pad_w: int) -> Tensor:
     """Repeat the last ``pad_h`` rows and ``pad_w`` columns of (..., H, W) of any dtype (labels included)."""

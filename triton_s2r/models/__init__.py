@@ -20,10 +20,10 @@ __all__ = [
     "SimInput",
     "StyleFreeGenerator",
     "bilinear_taps",
+    "hint_labels",
     "sample_label_textures",
     "texel_centers",
     "texture_projection",
-    "hint_labels",
     "uvl_hint",
     "uvl_image",
 ]
