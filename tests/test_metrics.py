@@ -152,7 +152,7 @@ def test_label_iou_per_label_over_all_frames():
     assert iou[3].isnan()  # neither map holds label 3
     assert torch.equal(label_iou(target, target, 3)[:3], torch.ones(3))
     assert label_iou(torch.zeros_like(target), target, 3)[1] == 0  # a label never predicted
-    with pytest.raises(ValueError, match="outside 0..1"):
+    with pytest.raises(ValueError, match=r"must lie in 0\.\.1 .*got range \[0, 2\]"):
         label_iou(pred, target, 1)
 
 

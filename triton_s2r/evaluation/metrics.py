@@ -26,7 +26,7 @@ from torch import Tensor
 from torchmetrics.functional.image import structural_similarity_index_measure
 
 from triton_s2r.evaluation.haarpsi import haarpsi as haarpsi  # re-exported: every eval metric is reachable from here
-from triton_s2r.models.texture_space import sample_label_textures, unproject_to_texels
+from triton_s2r.models.texture_space import check_labels, sample_label_textures, unproject_to_texels
 from triton_s2r.render.gbuffer import VOID, GBuffer
 
 # Frames splatted at once: bounds memory at about chunk·K·4·D² floats (16·9·4·128² ≈ 38 MB).
@@ -315,16 +315,15 @@ def label_iou(pred: Tensor, target: Tensor, num_labels: int) -> Tensor:
     Args:
         pred: (B, H, W) int64 label ids in 0..K, e.g. how the real->sim translator labels real photos.
         target: (B, H, W) int64 true label ids in 0..K (0 = void).
-        num_labels: K; ids outside 0..K are an error.
+        num_labels: K; ids outside 0..K are an error (``models.texture_space.check_labels``).
 
     Returns:
         (K + 1,) float32 in [0, 1], entry l for label id l (entry 0: void); NaN where neither map holds l.
     """
     if pred.shape != target.shape or pred.ndim != 3:
         raise ValueError(f"pred and target must both be (B, H, W); got {tuple(pred.shape)} and {tuple(target.shape)}")
-    for name, labels in (("pred", pred), ("target", target)):
-        if labels.numel() and not 0 <= int(labels.min()) <= int(labels.max()) <= num_labels:
-            raise ValueError(f"label_iou: {name} holds ids outside 0..{num_labels}")
+    check_labels(pred, num_labels)
+    check_labels(target, num_labels)
     size = num_labels + 1
     joint = torch.bincount((target * size + pred).flatten(), minlength=size * size).view(size, size).double()
     both = joint.diagonal()
