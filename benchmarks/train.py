@@ -45,7 +45,7 @@ class StepTimer(pl.Callback):
 
     def __init__(self, warmup: int, profile: bool = False) -> None:
         self.warmup, self.seconds, self.steps, self._t0, self.peak_bytes = warmup, 0.0, 0, 0.0, 0
-        self.warmup_seconds = 0.0  # the untimed first batches: cuDNN autotuning and, compiled, the compilation
+        self.warmup_seconds = 0.0  # the untimed first batches: CUDA and cuDNN set-up and, compiled, the compilation
         self.first_step_seconds = 0.0  # from the start of training to the end of the first batch
         self.profiler = None
         if profile:
@@ -227,7 +227,6 @@ def main() -> None:
     parser.add_argument("--scaling", nargs="+", type=int, default=None, metavar="DEVICES",
                         help="instead: DDP scaling of the bf16 step over these GPU counts, e.g. 1 2")
     args = parser.parse_args()
-    torch.backends.cudnn.benchmark = True
     if args.scaling:
         scaling(args)
         return
@@ -259,7 +258,7 @@ def main() -> None:
              "256x256 crops, neural texture evaluated per pixel; throughput over the timed steps (synchronised only "
              "before the first and after the last). FLOPs counted by torch.utils.flop_counter (convolutions and "
              f"matmuls) for the uncompiled step. First step s: from the start of training to the end of the first "
-             f"batch; warm-up s: the untimed first {args.warmup} steps (cuDNN autotuning and, compiled, the "
+             f"batch; warm-up s: the untimed first {args.warmup} steps (CUDA and cuDNN set-up and, compiled, the "
              "compilation).\n\n" + "\n".join(rows))
     if not args.no_write:
         write_section(f"train:{machine()}", f"Training step: {machine()}", table)
