@@ -356,7 +356,9 @@ def main() -> None:
         "is better. `real_label_iou_masked`: how well the real->sim translator labels the real frames' objects "
         "and robot (IoU with their true labels), higher is better. Surface consistency and warp error: lower is "
         "better; the real frames' own levels are "
-        f"{real['surface_consistency_real']:.4f} and {real['warp_error_real']:.4f}.\n\n"
+        f"{real['surface_consistency_real']:.4f} and {real['warp_error_real']:.4f}. `texture_psnr`: the learned "
+        "textures against the hidden albedo, higher is better; a texture constant on each label scores "
+        f"{cell(real.get('texture_psnr_constant'))}.\n\n"
         f"Mean ± standard deviation over seeds:\n\n{summary_table(outcomes)}\n\n"
         f"Every run:\n\n" + "\n".join(per_run) + "\n\n" + references +
         f"Validation during training (`RUN/curves.csv`), a quarter of the way and at the end:\n\n"

@@ -78,6 +78,7 @@ def test_eval_writes_every_metric(run_dir, data_root, manifest, tmp_path, capsys
     assert "psnr=" in capsys.readouterr().out
     # Reality's own flicker is positive (lights and noise change per frame) and measured on the same pixels.
     assert result["surface_consistency_real"] > 0 and result["warp_error_real"] > 0
+    assert 0 < result["texture_psnr_constant"] < 100  # a flat texture recovers part of the albedo, not all
 
 
 @pytest.mark.slow
@@ -123,6 +124,7 @@ def test_eval_of_the_real_frames_themselves_is_perfect(data_root, manifest, tmp_
     assert result["surface_consistency"] == pytest.approx(result["surface_consistency_real"])
     assert {key: result[key] for key in paired_counts(manifest)} == paired_counts(manifest)
     assert result["texture_psnr"] is None and "run directory" in result["absent"]["texture_psnr"]
+    assert 0 < result["texture_psnr_constant"] < 100  # the dataset's level, reported for any source
     assert result["real_label_iou_masked"] is None and "run directory" in result["absent"]["real_label_iou_masked"]
     assert "from a frames folder" in capsys.readouterr().out
 
@@ -165,6 +167,12 @@ def test_texture_recovery_of_the_run_and_of_perfect_textures(run_dir, data_root,
     assert perfect["texture_psnr"] == 100.0
     assert [k for k, v in perfect["texture_psnr_by_label"].items() if v is None] == \
         [k for k, v in by_label.items() if v is None]
+    assert perfect["texture_psnr_constant"] == result["texture_psnr_constant"] < 100.0
+    # Textures of one colour per label, any colours, score the constant level: no pattern, nothing recovered.
+    flat = torch.rand(hidden.shape[0], 3, 1, 1, generator=torch.Generator().manual_seed(0)).expand_as(hidden)
+    monkeypatch.setattr(Translator, "bake_textures", lambda self, resolution: flat)
+    coloured = evaluate(run_dir, data_root, device="cpu", progress=False, texture_resolution=64)
+    assert coloured["texture_psnr"] == pytest.approx(result["texture_psnr_constant"], abs=1e-4)
 
 
 def test_datasets_without_hidden_textures_report_null(run_dir, data_root, tmp_path) -> None:
@@ -176,6 +184,7 @@ def test_datasets_without_hidden_textures_report_null(run_dir, data_root, tmp_pa
     result = evaluate(run_dir, old, device="cpu", progress=False)
     assert result["texture_psnr"] is None and all(v is None for v in result["texture_psnr_by_label"].values())
     assert "make-dataset" in result["absent"]["texture_psnr"] and math.isfinite(result["psnr"])
+    assert result["texture_psnr_constant"] is None and "make-dataset" in result["absent"]["texture_psnr_constant"]
 
 
 def test_hidden_albedo_is_where_the_uvs_say(data_root) -> None:

@@ -21,7 +21,8 @@ own level from lighting and shading, the level to reach. See ``triton_s2r.evalua
 definitions.
 Texture recovery (runs only): each label's learned texture against the benchmark's hidden albedo after a
 per-label affine colour fit, ``texture_psnr`` and ``texture_psnr_by_label``
-(``triton_s2r.evaluation.texture_recovery``).
+(``triton_s2r.evaluation.texture_recovery``); for any source, ``texture_psnr_constant``, the score of a texture
+constant on each label (each label's mean albedo), the level a learned texture has to beat.
 Real-frame labelling (runs only): how the run's real->sim translator labels the paired real frames against
 their true labels, intersection over union per label (``real_label_iou_by_label``, void included) and over
 objects and robot (``real_label_iou_masked``): the real -> sim -> real cycle can tie an object to its real
@@ -172,19 +173,35 @@ def _mean_by_label(values: list[Tensor], names: Sequence[str]) -> dict[str, floa
     return {name: float(m) if s else None for name, m, s in zip(names, mean, seen.any(0), strict=True)}
 
 
-def _texture_recovery(translator: Translator, dataset: BenchmarkDataset, gbuffer: GBuffer,
-                      resolution: int) -> tuple[float | None, dict[str, float | None], str | None]:
-    """(texture_psnr, texture_psnr_by_label, why it is null or None) of a run's learned textures."""
+def _texture_recovery(translator: Translator | None, dataset: BenchmarkDataset, gbuffer: GBuffer,
+                      resolution: int) -> tuple[dict, dict[str, str]]:
+    """Eval's texture-recovery keys and why any of them is null.
+
+    The keys: ``texture_psnr`` and ``texture_psnr_by_label`` (the run's learned textures; null without a
+    translator) and ``texture_psnr_constant`` (a texture constant on each label); all null without hidden albedo.
+    """
     names = list(dataset.labels.names)
+    result: dict = {"texture_psnr": None, "texture_psnr_by_label": {name: None for name in names},
+                    "texture_psnr_constant": None}
     hidden = texture_recovery.read_hidden_albedo(dataset, resolution)
     if hidden is None:
-        return None, {name: None for name in names}, texture_recovery.NO_HIDDEN
-    learned = translator.bake_textures(resolution).cpu()
-    seen = texture_recovery.seen_texels(gbuffer, translator.num_labels, resolution)
-    by_label = texture_recovery.texture_psnr(learned, hidden, seen)
-    result = {name: None if value.isnan() else float(value) for name, value in zip(names, by_label, strict=True)}
+        return result, {"texture_psnr": texture_recovery.NO_HIDDEN, "texture_psnr_constant": texture_recovery.NO_HIDDEN}
+    seen = texture_recovery.seen_texels(gbuffer, len(names), resolution)
+    # A texture constant on each label: the affine fit makes it the label's mean hidden colour.
+    result["texture_psnr_constant"] = _mean_shown(texture_recovery.texture_psnr(torch.zeros_like(hidden), hidden, seen))
+    if translator is None:
+        return result, {"texture_psnr": NO_TEXTURE}
+    by_label = texture_recovery.texture_psnr(translator.bake_textures(resolution).cpu(), hidden, seen)
+    result["texture_psnr"] = _mean_shown(by_label)
+    result["texture_psnr_by_label"] = {name: None if value.isnan() else float(value)
+                                       for name, value in zip(names, by_label, strict=True)}
+    return result, {}
+
+
+def _mean_shown(by_label: Tensor) -> float | None:
+    """Mean of the labels' values that are not NaN (None when all are)."""
     shown = by_label[~by_label.isnan()]
-    return (float(shown.mean()) if shown.numel() else None), result, None
+    return float(shown.mean()) if shown.numel() else None
 
 
 def evaluate(
@@ -285,17 +302,13 @@ def evaluate(
         labelled = translator.label_photos(real).cpu()
         result.update(_per_label(metrics.label_iou(labelled, gbuffer.label, num_labels), label_names, exclude,
                                  "real_label_iou"))
-        texture_psnr, texture_by_label, why = _texture_recovery(translator, dataset, GBuffer.cat(gbuffers_seen),
-                                                                texture_resolution)
     else:
         result.update({"real_label_iou_by_label": {name: None for name in label_names}, "real_label_iou_masked": None})
         absent.update({"real_label_iou_by_label": NO_MODEL, "real_label_iou_masked": NO_MODEL})
-        texture_psnr, texture_by_label, why = None, {name: None for name in dataset.labels.names}, NO_TEXTURE
-    if why:
-        absent["texture_psnr"] = why
+    texture, why = _texture_recovery(translator, dataset, GBuffer.cat(gbuffers_seen), texture_resolution)
+    absent.update(why)
     result.update({
-        "texture_psnr": texture_psnr,
-        "texture_psnr_by_label": texture_by_label,
+        **texture,
         "n_sequences": len(sequences),
         "n_sequence_frames": n_sequence_frames,
         "fid": None, "kid": None, "lpips": None,
