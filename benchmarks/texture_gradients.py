@@ -22,7 +22,7 @@ import torch
 from omegaconf import OmegaConf
 from torch import Tensor
 
-from triton_s2r.runs.run_dir import RunDir, load_checkpoint
+from triton_s2r.runs.run_dir import EMA_PREFIX, RunDir, load_checkpoint
 from triton_s2r.train import build
 
 #: The term whose direction the others are compared with.
@@ -49,7 +49,7 @@ def texture_gradients(run: str | Path, batches: int = 8, overrides: tuple[str, .
     cfg.merge_with_dotlist([*overrides, "data.num_workers=0"])
     datamodule, system = build(cfg)
     state = load_checkpoint(run_dir.checkpoint(checkpoint))["state_dict"]
-    system.load_state_dict({k: v for k, v in state.items() if not k.startswith("model_ema.")})
+    system.load_state_dict({k: v for k, v in state.items() if not k.startswith(EMA_PREFIX)})
     system.batches_trained = int(state["batches_done"])  # the surface terms' warm-up, as when training resumes
     parameters = list(system.model.texture.parameters())
     weights = system.loss_weights
