@@ -158,9 +158,14 @@ def _per_label(values: Tensor, names: list[str], exclude: list[int], key: str) -
     ``{key}_masked`` is the mean of the per-label values over the objects and robot (not void, not ``exclude``)
     that have one: each object counts once, whatever its size on screen.
     """
-    by_label = {name: None if value.isnan() else float(value) for name, value in zip(names, values, strict=True)}
+    by_label = _named(values, names)
     shown = [v for i, v in enumerate(by_label.values()) if i != 0 and i not in exclude and v is not None]
     return {f"{key}_by_label": by_label, f"{key}_masked": sum(shown) / len(shown) if shown else None}
+
+
+def _named(values: Tensor, names: Sequence[str]) -> dict[str, float | None]:
+    """Per name, the value of the same index in (N,) ``values``; None where it is NaN."""
+    return {name: None if value.isnan() else float(value) for name, value in zip(names, values, strict=True)}
 
 
 def _mean_by_label(values: list[Tensor], names: Sequence[str]) -> dict[str, float | None]:
@@ -193,8 +198,7 @@ def _texture_recovery(translator: Translator | None, dataset: BenchmarkDataset, 
         return result, {"texture_psnr": NO_TEXTURE}
     by_label = texture_recovery.texture_psnr(translator.bake_textures(resolution).cpu(), hidden, seen)
     result["texture_psnr"] = _mean_shown(by_label)
-    result["texture_psnr_by_label"] = {name: None if value.isnan() else float(value)
-                                       for name, value in zip(names, by_label, strict=True)}
+    result["texture_psnr_by_label"] = _named(by_label, names)
     return result, {}
 
 
