@@ -17,7 +17,7 @@ Usage::
 Each run is ``triton-s2r train`` with the base recipe below plus the method's experiment (``triton``: the
 defaults, i.e. full TRITON) and ``seed=S``, stopped by Lightning's ``max_time``; then ``triton-s2r eval`` on
 the same dataset. With ``--recipe demo`` each run is instead the README demo's training (``experiment=demo``, its
-600 batches at 112 px; no time budget), for many seeds of the CPU main job at once on a GPU. The unpaired
+600 batches of whole frames at 96 px; no time budget), for many seeds of the CPU main job at once on a GPU. The unpaired
 methods render their sim batches in the loop on a GPU (train_sim states); the
 paired ``oracle`` reads the UVL frames and photos of train_real. Runs go to the visible GPUs in turn
 (``CUDA_VISIBLE_DEVICES``); without ``--concurrent`` each GPU trains one run at a time. Writes a markdown
