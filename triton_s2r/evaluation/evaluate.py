@@ -173,9 +173,8 @@ def _mean_by_label(values: list[Tensor], names: Sequence[str]) -> dict[str, floa
     if not values:
         return {name: None for name in names}
     stacked = torch.stack(values)  # (S, K)
-    seen = ~stacked.isnan()
-    mean = stacked.nan_to_num().sum(0) / seen.sum(0)
-    return {name: float(m) if s else None for name, m, s in zip(names, mean, seen.any(0), strict=True)}
+    mean = stacked.nan_to_num().sum(0) / (~stacked.isnan()).sum(0)  # 0 / 0 = NaN where a label is never seen
+    return _named(mean, names)
 
 
 def _texture_recovery(translator: Translator | None, dataset: BenchmarkDataset, gbuffer: GBuffer,
