@@ -31,15 +31,16 @@ def composed(overrides: list[str]):
     return cfg
 
 
-def test_onehot_labels_build_with_the_wider_sim_networks_and_refuse_without() -> None:
+def test_sim_networks_follow_the_label_encoding_and_refuse_a_hand_set_width() -> None:
     onehot = ["model.translator.sim_input.label_encoding=onehot"]
-    system = build_system(composed([*onehot, "model.translator.generator_sim.in_channels=15",
-                                    "model.discriminator_sim.in_channels=15"]))
+    assert build_system(composed([])).discriminator_sim.in_channels == 6
+    system = build_system(composed(onehot))
     assert system.model.sim_input.out_channels == system.model.generator_sim.in_channels == 15
+    assert system.discriminator_sim.in_channels == 15
     with pytest.raises(InstantiationException, match="generator_sim.in_channels"):  # Hydra wraps the model's error
-        build_system(composed(onehot))
-    with pytest.raises(ValueError, match="discriminator_sim.in_channels to 15"):
-        build_system(composed([*onehot, "model.translator.generator_sim.in_channels=15"]))
+        build_system(composed([*onehot, "model.translator.generator_sim.in_channels=6"]))
+    with pytest.raises(ValueError, match="discriminator_sim.in_channels to its default"):
+        build_system(composed([*onehot, "model.discriminator_sim.in_channels=6"]))
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)

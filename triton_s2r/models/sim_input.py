@@ -16,6 +16,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from triton_s2r.conf import sim_channels
+
 
 def uvl_image(uv: Tensor, label: Tensor, num_labels: int) -> Tensor:
     """The 3-channel UVL image fed to networks (docs/method.md §1.1).
@@ -115,7 +117,7 @@ class SimInput(nn.Module):
     @property
     def out_channels(self) -> int:
         """Channels of x_a: 3 (hint + texture) + 3 (hint) + extra texture channels (+ K one-hot label channels)."""
-        return 6 + self.texture_channels - 3 + (self.num_labels if self.label_encoding == "onehot" else 0)
+        return sim_channels(self.texture_channels, self.num_labels, self.label_encoding)
 
     def decode_labels(self, x_a: Tensor) -> Tensor:
         """The labels an x_a-like image draws (e.g. the real->sim translator's, from a photo), as ids.

@@ -70,9 +70,9 @@ class TritonModel(nn.Module):
                              "model.translator.generator_real.extra_out_channels to the same value")
         if generator_sim.in_channels != sim_input.out_channels:
             raise ValueError(f"x_a has {sim_input.out_channels} channels but generator_sim takes "
-                             f"{generator_sim.in_channels}; set model.translator.generator_sim.in_channels and "
-                             f"model.discriminator_sim.in_channels to {sim_input.out_channels} (6 + texture channels "
-                             "- 3, + K labels with label_encoding=onehot)")
+                             f"{generator_sim.in_channels}; leave model.translator.generator_sim.in_channels and "
+                             "model.discriminator_sim.in_channels to their default, which follows x_a (6 + texture "
+                             "channels - 3, + K labels with label_encoding=onehot)")
         if shading_channels and sim_input.texture_multiplier == 0:
             raise ValueError("model.translator.shading_channels > 0 shades the texture, but texture_multiplier "
                              "is 0 (no texture); set shading_channels=0")
