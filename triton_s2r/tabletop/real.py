@@ -131,7 +131,8 @@ class RealRenderer:
             if self._loaded is None:
                 self._load(entries, size, self._frame_entries(state, index, frame_lighting(self.seed, frame_id + 1)))
             mi_scene = self._update(entries)
-            radiance = np.array(mi.render(mi_scene, seed=lighting.render_seed), dtype=np.float32)[..., :3]
+            radiance = np.array(mi.render(mi_scene, seed=self._opaque(mi.UInt32, lighting.render_seed)),
+                                dtype=np.float32)[..., :3]
             images.append(develop(radiance, lighting, state.camera.intrinsics[index].tolist(),
                                   np.random.default_rng([self.seed, frame_id, 0xCA3])))
         return np.stack(images)
@@ -166,9 +167,22 @@ class RealRenderer:
         assert self._loaded is not None
         scene, parameters, _ = self._loaded
         for key, value in frame_parameters(entries).items():
-            parameters[key] = type(parameters[key])(value)  # scalar values to the variant's types
+            parameters[key] = self._opaque(type(parameters[key]), value)  # scalar values to the variant's types
         parameters.update()
         return scene
+
+    def _opaque(self, kind: type, value: Any) -> Any:
+        """``value`` as the variant's ``kind``, opaque in a JIT variant.
+
+        Opaque values enter a frame's kernels as inputs rather than as compiled-in constants, so later frames can
+        reuse those kernels.
+        """
+        import drjit as dr
+
+        converted = kind(value)
+        if dr.is_jit_v(self.mi.Float):
+            dr.make_opaque(converted)
+        return converted
 
 
 def render_depth(scene: Scene, state: FrameState, *, variant: str | None = None) -> np.ndarray:
