@@ -39,7 +39,7 @@ def test_sim_networks_follow_the_label_encoding_and_refuse_a_hand_set_width() ->
     assert system.discriminator_sim.in_channels == 15
     with pytest.raises(InstantiationException, match="generator_sim.in_channels"):  # Hydra wraps the model's error
         build_system(composed([*onehot, "model.translator.generator_sim.in_channels=6"]))
-    with pytest.raises(ValueError, match="discriminator_sim.in_channels to its default"):
+    with pytest.raises(ValueError, match=r"discriminator_sim.in_channels at its default, which follows x_a \(15\)"):
         build_system(composed([*onehot, "model.discriminator_sim.in_channels=6"]))
 
 

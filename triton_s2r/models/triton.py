@@ -71,8 +71,8 @@ class TritonModel(nn.Module):
         if generator_sim.in_channels != sim_input.out_channels:
             raise ValueError(f"x_a has {sim_input.out_channels} channels but generator_sim takes "
                              f"{generator_sim.in_channels}; leave model.translator.generator_sim.in_channels and "
-                             "model.discriminator_sim.in_channels to their default, which follows x_a (6 + texture "
-                             "channels - 3, + K labels with label_encoding=onehot)")
+                             "model.discriminator_sim.in_channels at their default, which follows x_a "
+                             f"({sim_input.out_channels}: 6 + texture channels - 3, + K labels with onehot labels)")
         if shading_channels and sim_input.texture_multiplier == 0:
             raise ValueError("model.translator.shading_channels > 0 shades the texture, but texture_multiplier "
                              "is 0 (no texture); set shading_channels=0")

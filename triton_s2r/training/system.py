@@ -147,8 +147,8 @@ class TritonSystem(pl.LightningModule):
         self.discriminator_real = discriminator_real
         if discriminator_sim.in_channels != model.sim_input.out_channels:
             raise ValueError(f"x_a has {model.sim_input.out_channels} channels but discriminator_sim takes "
-                             f"{discriminator_sim.in_channels}; leave model.discriminator_sim.in_channels to its "
-                             "default, which follows x_a")
+                             f"{discriminator_sim.in_channels}; leave model.discriminator_sim.in_channels at its "
+                             f"default, which follows x_a ({model.sim_input.out_channels})")
         for net in (discriminator_sim, discriminator_real):
             if crop_size < net.min_input_side():
                 raise ValueError(f"system.crop_size {crop_size} is too small for the discriminators: "
