@@ -60,8 +60,8 @@ METHODS = {  # method -> extra overrides
     "cyclegan": ["experiment=cyclegan"],
     "shaded": ["experiment=shaded"],
 }
-COLUMNS = ("psnr", "psnr_masked", "ssim", "haarpsi", "haarpsi_masked", "colour_error_masked", "texture_psnr",
-           "real_label_iou_masked", "surface_consistency", "warp_error")
+COLUMNS = ("psnr", "psnr_masked", "ssim", "haarpsi", "haarpsi_masked", "colour_error_masked", "contrast_ratio_masked",
+           "texture_psnr", "real_label_iou_masked", "surface_consistency", "warp_error")
 #: ``triton-s2r downstream`` measures (``--downstream``): a pose regressor trained on each run's translations,
 #: tested on new states and on the real frames of the states it was trained on (the domain gap alone).
 DOWNSTREAM_COLUMNS = ("joint_error_deg", "joint_error_deg_train_states", "object_position_error_cm")
@@ -353,8 +353,10 @@ def main() -> None:
            "the README demo's training per run (`experiment=demo`, 600 batches)") + "\n\n"
         "PSNR and SSIM: higher is better (translation vs the paired path-traced frame); `_masked`: objects and "
         "robot only. Colour error (each label's mean colour against the real one's; 0 for the real frames): lower "
-        "is better. `real_label_iou_masked`: how well the real->sim translator labels the real frames' objects "
-        "and robot (IoU with their true labels), higher is better. Surface consistency and warp error: lower is "
+        "is better. `contrast_ratio_masked`: how much the objects and robot stand out from their surroundings, "
+        "translation over real frame; 1 as in reality, near 0 faded into them. `real_label_iou_masked`: how well "
+        "the real->sim translator labels the real frames' objects and robot (IoU with their true labels), higher "
+        "is better. Surface consistency and warp error: lower is "
         "better; the real frames' own levels are "
         f"{real['surface_consistency_real']:.4f} and {real['warp_error_real']:.4f}. `texture_psnr`: the learned "
         "textures against the hidden albedo, higher is better; a texture constant on each label scores "
@@ -367,6 +369,9 @@ def main() -> None:
         f"{by_label_table(outcomes, 'psnr_by_label', 2)}\n\n"
         f"Colour error per label (`colour_error_by_label`: the label's mean colour against the real one's, mean "
         f"over seeds):\n\n{by_label_table(outcomes, 'colour_error_by_label', 3)}\n\n"
+        f"Contrast ratio per label (`contrast_ratio_by_label`: how much the label stands out from its surroundings, "
+        f"translation over real; near 0: faded, mean over seeds):\n\n"
+        f"{by_label_table(outcomes, 'contrast_ratio_by_label', 2)}\n\n"
         f"How the real->sim translator labels the real frames (`real_label_iou_by_label`, IoU with their true labels, "
         f"mean over seeds):\n\n{by_label_table(outcomes, 'real_label_iou_by_label', 2)}\n\n"
         f"Warp error per label (`warp_error_by_label`, mean over seeds):\n\n"

@@ -9,6 +9,7 @@ import torch
 
 from triton_s2r.evaluation.metrics import (
     colour_error_by_label,
+    contrast_by_label,
     label_iou,
     object_mask,
     psnr,
@@ -185,6 +186,28 @@ def test_colour_error_by_label_sees_wrong_colours_and_not_blur():
         colour_error_by_label(real, real, label, 1)
     with pytest.raises(ValueError, match="label must be"):
         colour_error_by_label(real, real, label[:, :8], 3)
+
+
+def test_contrast_by_label_sees_an_object_fade_into_its_surroundings():
+    # A grey table (label 1) with a 4x4 block (label 2) in frame 0 only; label 3 never shown; void is the border.
+    images = torch.full((2, 3, 16, 16), 0.2)
+    label = torch.zeros(2, 16, 16, dtype=torch.int64)
+    label[:, 2:14, 2:14] = 1
+    images[:, :, 2:14, 2:14] = 0.5
+    label[0, 6:10, 6:10] = 2
+    images[0, 0, 6:10, 6:10] = 0.8  # red block: +0.3 in one channel against the table around it
+    contrast = contrast_by_label(images, label, 3, ring=2)
+    assert contrast.shape == (4,) and contrast.dtype == torch.float32
+    assert contrast[2] == pytest.approx(0.1, abs=1e-6) and contrast[3].isnan()
+    faded = images.clone()
+    faded[0, 0, 6:10, 6:10] = 0.5  # the block drawn in the table's colour: no contrast left, whatever its shape
+    assert contrast_by_label(faded, label, 3, ring=2)[2] == pytest.approx(0.0, abs=1e-6)
+    # The table's contrast is against the void around it (0.3) and the block inside it, averaged over frames.
+    assert 0.05 < float(contrast[1]) < 0.3
+    with pytest.raises(ValueError, match="above num_labels=1"):
+        contrast_by_label(images, label, 1)
+    with pytest.raises(ValueError, match="ring must be >= 1"):
+        contrast_by_label(images, label, 3, ring=0)
 
 
 def test_empty_masks_and_bad_shapes_raise():

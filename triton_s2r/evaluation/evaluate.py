@@ -13,7 +13,9 @@ label (``psnr_by_label``, void included: where fidelity is won or lost), and Haa
 and objects and robot only (``haarpsi_masked``: outside the mask the frame is replaced by the real one and the
 pooling counts mask pixels only). Colour error (``colour_error_by_label``, ``colour_error_masked`` over objects
 and robot): how far each label's mean colour is from the real one's, which tells a wrong colour from a blurred
-or misplaced pattern.
+or misplaced pattern. Contrast ratio (``contrast_ratio_by_label``, ``contrast_ratio_masked``): how much each
+label stands out from its surroundings in the translation, as a fraction of how much it does in the real frame;
+near 0 where objects fade into what is around them, which neither PSNR nor colour error shows.
 Consistency on every video sequence: surface consistency (per-texel colour spread across the frames that
 see the texel, in UV space) and warp error (colour change between consecutive frames at pixels that see
 the same surface point, from the exact label and UV correspondence), each also for the real frames: reality's
@@ -278,6 +280,9 @@ def evaluate(
         "psnr_by_label": _psnr_by_label(translation, real, gbuffer.label, label_names),
         **_per_label(metrics.colour_error_by_label(translation, real, gbuffer.label, len(label_names) - 1),
                      label_names, exclude, "colour_error"),
+        **_per_label(metrics.contrast_by_label(translation, gbuffer.label, len(label_names) - 1)
+                     / metrics.contrast_by_label(real, gbuffer.label, len(label_names) - 1),
+                     label_names, exclude, "contrast_ratio"),
         "n_frames": int(translation.shape[0]),
     }
 

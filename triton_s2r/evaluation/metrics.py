@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 from torchmetrics.functional.image import structural_similarity_index_measure
 
@@ -307,6 +308,45 @@ def colour_error_by_label(pred: Tensor, target: Tensor, label: Tensor, num_label
     difference = (label_means(pred) - label_means(target)).abs().mean(-1)  # (B, K + 1)
     shown = counts > 0
     return (difference.nan_to_num().sum(0) / shown.sum(0)).float()  # 0 / 0 = NaN where no frame shows a label
+
+
+def contrast_by_label(images: Tensor, label: Tensor, num_labels: int, ring: int = 3) -> Tensor:
+    """How much each label stands out from what surrounds it on screen: whether an object can be seen at all.
+
+    Per frame and label, the mean colour of the label's pixels against the mean colour of the pixels within
+    ``ring`` pixels around them (any other label, void included); the contrast is the mean over channels of their
+    absolute difference, averaged over the frames that show the label with a non-empty ring. A translation that
+    draws an object in the colour of the table under it scores near 0 there, however close its colour error.
+
+    Args:
+        images: (B, C, H, W) float in [0, 1].
+        label: (B, H, W) int64 label ids, 0 = void, 1..K.
+        num_labels: K; labels above K are an error.
+        ring: width in pixels of the surroundings, >= 1.
+
+    Returns:
+        (K + 1,) float32 in [0, 1], entry l for label id l (entry 0: void); NaN where no frame shows l.
+    """
+    batch, channels = images.shape[:2]
+    if label.shape != (batch, *images.shape[2:]):
+        raise ValueError(f"label must be (B, H, W) = {(batch, *images.shape[2:])}; got {tuple(label.shape)}")
+    if label.numel() and int(label.max()) > num_labels:
+        raise ValueError(f"contrast_by_label: label {int(label.max())} above num_labels={num_labels}")
+    if ring < 1:
+        raise ValueError(f"ring must be >= 1, got {ring}")
+    masks = F.one_hot(label, num_labels + 1).permute(0, 3, 1, 2).to(images.dtype)  # (B, K + 1, H, W)
+    around = F.max_pool2d(masks, 2 * ring + 1, stride=1, padding=ring) * (1 - masks)
+
+    def means(weights: Tensor) -> tuple[Tensor, Tensor]:  # (B, K + 1, C) mean colours, (B, K + 1) pixel counts
+        count = weights.flatten(2).sum(-1)
+        sums = torch.einsum("bkn,bcn->bkc", weights.flatten(2).double(), images.flatten(2).double())
+        return sums / count.double().clamp(min=1).unsqueeze(-1), count
+
+    inside, n_inside = means(masks)
+    outside, n_outside = means(around)
+    difference = (inside - outside).abs().mean(-1)  # (B, K + 1)
+    shown = (n_inside > 0) & (n_outside > 0)
+    return (torch.where(shown, difference, 0).sum(0) / shown.sum(0)).float()  # 0 / 0 = NaN where never shown
 
 
 def label_iou(pred: Tensor, target: Tensor, num_labels: int) -> Tensor:
