@@ -83,6 +83,7 @@ def assert_demo_printed(printed: str, out: Path, video: Path) -> dict:
     metrics = json.loads((out / "eval" / "tiny.json").read_text())
     assert f"objects and robot {metrics['psnr_masked']:.2f} dB" in printed
     assert f"warp error {metrics['warp_error']:.4f}" in printed
+    assert f"stand out {metrics['contrast_ratio_masked']:.2f}x" in printed
     return metrics
 
 

@@ -38,6 +38,9 @@ def _demo(args: argparse.Namespace) -> int:
     m = result.metrics
     print(f"  metrics:     PSNR {m['psnr']:.2f} dB, objects and robot {m['psnr_masked']:.2f} dB, HaarPSI "
           f"{m['haarpsi']:.3f} (higher is better)")
+    if m["contrast_ratio_masked"] is not None:
+        print(f"               objects and robot stand out {m['contrast_ratio_masked']:.2f}x as much as in the real "
+              f"frames (contrast ratio; near 0: faded from view)")
     if m["surface_consistency"] is not None:
         print(f"               surface consistency {m['surface_consistency']:.4f}, warp error {m['warp_error']:.4f} "
               f"(lower is better; the real frames: {m['surface_consistency_real']:.4f}, {m['warp_error_real']:.4f})")
