@@ -199,6 +199,8 @@ def test_contrast_by_label_sees_an_object_fade_into_its_surroundings():
     contrast = contrast_by_label(images, label, 3, ring=2)
     assert contrast.shape == (4,) and contrast.dtype == torch.float32
     assert contrast[2] == pytest.approx(0.1, abs=1e-6) and contrast[3].isnan()
+    repeated = contrast_by_label(images.repeat(10, 1, 1, 1), label.repeat(10, 1, 1), 3, ring=2)  # several chunks
+    assert torch.allclose(repeated, contrast, equal_nan=True)
     faded = images.clone()
     faded[0, 0, 6:10, 6:10] = 0.5  # the block drawn in the table's colour: no contrast left, whatever its shape
     assert contrast_by_label(faded, label, 3, ring=2)[2] == pytest.approx(0.0, abs=1e-6)

@@ -30,7 +30,8 @@ from triton_s2r.evaluation.haarpsi import haarpsi as haarpsi  # re-exported: eve
 from triton_s2r.models.texture_space import check_labels, sample_label_textures, unproject_to_texels
 from triton_s2r.render.gbuffer import VOID, GBuffer
 
-# Frames splatted at once: bounds memory at about chunk·K·4·D² floats (16·9·4·128² ≈ 38 MB).
+# Frames splatted (or masked, contrast_by_label) at once: bounds memory at about chunk·K·4·D² floats (16·9·4·128²
+# ≈ 38 MB), or chunk·K·H·W doubles per mask.
 _CHUNK = 16
 
 
@@ -334,19 +335,21 @@ def contrast_by_label(images: Tensor, label: Tensor, num_labels: int, ring: int 
         raise ValueError(f"contrast_by_label: label {int(label.max())} above num_labels={num_labels}")
     if ring < 1:
         raise ValueError(f"ring must be >= 1, got {ring}")
-    masks = F.one_hot(label, num_labels + 1).permute(0, 3, 1, 2).to(images.dtype)  # (B, K + 1, H, W)
-    around = F.max_pool2d(masks, 2 * ring + 1, stride=1, padding=ring) * (1 - masks)
-
-    def means(weights: Tensor) -> tuple[Tensor, Tensor]:  # (B, K + 1, C) mean colours, (B, K + 1) pixel counts
-        count = weights.flatten(2).sum(-1)
-        sums = torch.einsum("bkn,bcn->bkc", weights.flatten(2).double(), images.flatten(2).double())
-        return sums / count.double().clamp(min=1).unsqueeze(-1), count
-
-    inside, n_inside = means(masks)
-    outside, n_outside = means(around)
-    difference = (inside - outside).abs().mean(-1)  # (B, K + 1)
-    shown = (n_inside > 0) & (n_outside > 0)
-    return (torch.where(shown, difference, 0).sum(0) / shown.sum(0)).float()  # 0 / 0 = NaN where never shown
+    total = torch.zeros(num_labels + 1, dtype=torch.float64, device=images.device)
+    frames = torch.zeros(num_labels + 1, dtype=torch.float64, device=images.device)
+    for start in range(0, batch, _CHUNK):  # one-hot masks of a few frames at a time
+        chunk = slice(start, start + _CHUNK)
+        masks = F.one_hot(label[chunk], num_labels + 1).permute(0, 3, 1, 2).double()  # (b, K + 1, H, W)
+        around = F.max_pool2d(masks, 2 * ring + 1, stride=1, padding=ring) * (1 - masks)
+        pixels = images[chunk].flatten(2).double()  # (b, C, N)
+        inside, outside = masks.flatten(2), around.flatten(2)
+        n_inside, n_outside = inside.sum(-1), outside.sum(-1)  # (b, K + 1)
+        mean_inside = torch.einsum("bkn,bcn->bkc", inside, pixels) / n_inside.clamp(min=1).unsqueeze(-1)
+        mean_outside = torch.einsum("bkn,bcn->bkc", outside, pixels) / n_outside.clamp(min=1).unsqueeze(-1)
+        shown = (n_inside > 0) & (n_outside > 0)
+        total += torch.where(shown, (mean_inside - mean_outside).abs().mean(-1), 0).sum(0)
+        frames += shown.sum(0)
+    return (total / frames).float()  # 0 / 0 = NaN where no frame shows a label
 
 
 def label_iou(pred: Tensor, target: Tensor, num_labels: int) -> Tensor:
