@@ -292,11 +292,8 @@ def colour_error_by_label(pred: Tensor, target: Tensor, label: Tensor, num_label
         (K + 1,) float32 in [0, 1], entry l for label id l (entry 0: void); NaN where no frame shows l.
     """
     _check_pair(pred, target, None)
+    _check_label_map(pred, label, num_labels, "colour_error_by_label")
     batch, channels = pred.shape[:2]
-    if label.shape != (batch, *pred.shape[2:]):
-        raise ValueError(f"label must be (B, H, W) = {(batch, *pred.shape[2:])}; got {tuple(label.shape)}")
-    if label.numel() and int(label.max()) > num_labels:
-        raise ValueError(f"colour_error_by_label: label {int(label.max())} above num_labels={num_labels}")
     index = label.flatten(1)  # (B, N)
     counts = torch.zeros(batch, num_labels + 1, dtype=torch.float64, device=pred.device)
     counts.scatter_add_(1, index, torch.ones_like(index, dtype=torch.float64))
@@ -328,16 +325,12 @@ def contrast_by_label(images: Tensor, label: Tensor, num_labels: int, ring: int 
     Returns:
         (K + 1,) float32 in [0, 1], entry l for label id l (entry 0: void); NaN where no frame shows l.
     """
-    batch, channels = images.shape[:2]
-    if label.shape != (batch, *images.shape[2:]):
-        raise ValueError(f"label must be (B, H, W) = {(batch, *images.shape[2:])}; got {tuple(label.shape)}")
-    if label.numel() and int(label.max()) > num_labels:
-        raise ValueError(f"contrast_by_label: label {int(label.max())} above num_labels={num_labels}")
+    _check_label_map(images, label, num_labels, "contrast_by_label")
     if ring < 1:
         raise ValueError(f"ring must be >= 1, got {ring}")
     total = torch.zeros(num_labels + 1, dtype=torch.float64, device=images.device)
     frames = torch.zeros(num_labels + 1, dtype=torch.float64, device=images.device)
-    for start in range(0, batch, _CHUNK):  # one-hot masks of a few frames at a time
+    for start in range(0, images.shape[0], _CHUNK):  # one-hot masks of a few frames at a time
         chunk = slice(start, start + _CHUNK)
         masks = F.one_hot(label[chunk], num_labels + 1).permute(0, 3, 1, 2).double()  # (b, K + 1, H, W)
         around = F.max_pool2d(masks, 2 * ring + 1, stride=1, padding=ring) * (1 - masks)
@@ -372,6 +365,14 @@ def label_iou(pred: Tensor, target: Tensor, num_labels: int) -> Tensor:
     both = joint.diagonal()
     union = joint.sum(0) + joint.sum(1) - both
     return (both / union).float()  # 0 / 0 = NaN where neither map holds a label
+
+
+def _check_label_map(images: Tensor, label: Tensor, num_labels: int, name: str) -> None:
+    """Raise unless ``label`` is (B, H, W) for (B, C, H, W) ``images`` with ids at most ``num_labels``."""
+    if label.shape != (images.shape[0], *images.shape[2:]):
+        raise ValueError(f"label must be (B, H, W) = {(images.shape[0], *images.shape[2:])}; got {tuple(label.shape)}")
+    if label.numel() and int(label.max()) > num_labels:
+        raise ValueError(f"{name}: label {int(label.max())} above num_labels={num_labels}")
 
 
 def _check_pair(pred: Tensor, target: Tensor, mask: Tensor | None) -> None:
