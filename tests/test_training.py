@@ -70,6 +70,15 @@ def test_every_experiment_composes_and_builds(experiment: str) -> None:
         assert system.loss_weights["cycle"] == 10 and len(system.discriminator_real.scales) == 1
 
 
+def test_learning_rates_of_the_optimisers_follow_their_factors() -> None:
+    system = build_system(composed(["system.lr=2e-4", "system.discriminator_lr_factor=4"]))
+    opt_g, opt_d = system.configure_optimizers()
+    assert {g["name"]: g["lr"] for g in opt_g.param_groups} == {"generator": 2e-4, "texture": pytest.approx(2e-3)}
+    assert [g["lr"] for g in opt_d.param_groups] == [pytest.approx(8e-4)]
+    assert sum(p.numel() for g in opt_d.param_groups for p in g["params"]) == sum(
+        p.numel() for d in (system.discriminator_sim, system.discriminator_real) for p in d.parameters())
+
+
 def test_crops_too_small_for_the_discriminator_scales_are_refused() -> None:
     assert len(build_system(composed([])).discriminator_real.scales) == 4  # the default: 4 scales on 256² crops
     cfg = composed(["system.crop_size=96", "system.resolution_schedule=[[0,112]]"])

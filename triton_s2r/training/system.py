@@ -73,6 +73,8 @@ class TritonSystem(pl.LightningModule):
             name only this system's ``loss_terms``.
         lr: learning rate of generators and discriminators. Reference: 1e-4.
         texture_lr_factor: texture learning rate = lr x this. Reference: 10.
+        discriminator_lr_factor: discriminators' learning rate = lr x this (two time-scale updates, TTUR).
+            Reference: 1.
         betas: Adam betas. Reference: (0.5, 0.999).
         weight_decay: Adam (coupled L2) weight decay. Reference: 1e-4.
         lr_step_size: halve (``lr_gamma``) every this many batches; None = constant (the released config).
@@ -116,6 +118,7 @@ class TritonSystem(pl.LightningModule):
         losses: LossSettings,
         lr: float = 1e-4,
         texture_lr_factor: float = 10.0,
+        discriminator_lr_factor: float = 1.0,
         betas: tuple[float, float] = (0.5, 0.999),
         weight_decay: float = 1e-4,
         lr_step_size: int | None = None,
@@ -192,7 +195,7 @@ class TritonSystem(pl.LightningModule):
     def configure_optimizers(self):
         """Lightning hook: Adam for G (groups ``generator`` and ``texture``) and for D, with StepLR if ``lr_step_size``.
 
-        The texture's rate is ``lr * texture_lr_factor``.
+        The texture's rate is ``lr * texture_lr_factor``, the discriminators' ``lr * discriminator_lr_factor``.
         """
         h = self.hparams
         texture = list(self.model.texture.parameters())
@@ -203,7 +206,8 @@ class TritonSystem(pl.LightningModule):
         # fused: one kernel per step, and it honours found_inf (see _optimize)
         opt_g = torch.optim.Adam(groups, betas=tuple(h.betas), weight_decay=h.weight_decay, fused=True)
         discriminators = [*self.discriminator_sim.parameters(), *self.discriminator_real.parameters()]
-        opt_d = torch.optim.Adam([{"name": "discriminator", "params": discriminators}], lr=h.lr,
+        opt_d = torch.optim.Adam([{"name": "discriminator", "params": discriminators}],
+                                 lr=h.lr * h.discriminator_lr_factor,
                                  betas=tuple(h.betas), weight_decay=h.weight_decay, fused=True)
         if h.lr_step_size is None:
             return [opt_g, opt_d]
