@@ -1,15 +1,14 @@
 """Which Mitsuba 3 variant renders the benchmark's "real" frames, and importing Mitsuba switched to it.
 
 Variant, in order: the ``variant`` argument; the ``TRITON_MITSUBA_VARIANT`` environment variable; else
-``scalar_rgb``. The JIT variants (``cuda_ad_rgb``, ``llvm_ad_rgb``) are opt-in until measured faster: when a dataset
-build loaded a Mitsuba scene for every frame, ``cuda_ad_rgb`` on an H100 took 1.4 s a frame of the ``small`` preset
-against 0.3 s for ``scalar_rgb`` on two CPU cores (docs/benchmarks.md, "Dataset build"); ``real.RealRenderer`` now
-loads the scene once and updates it per frame, which a JIT variant needs to reuse its compiled kernels (not yet
-measured on a GPU). ``llvm_ad_rgb`` needs a libLLVM >= 19: Debian 12's libLLVM-15 aborts inside drjit 1.5's JIT
-("Cannot select: fminimum"), hence the version floor and the probe of ``variant_works``. The variant changes the
-Monte Carlo noise (each has its own random streams), so images are reproducible for a given variant only;
-``tests/test_real_render.py`` checks that the JIT variants agree with ``scalar_rgb`` up to that noise wherever they
-run.
+``scalar_rgb``, whose images do not depend on the machine. The JIT variants (``cuda_ad_rgb``, ``llvm_ad_rgb``) are
+opt-in: ``real.RealRenderer`` loads its scene once and passes each frame's values as opaque inputs, so their kernels
+compile once, and they are then the fastest on each machine, by 1.2-1.4x (docs/benchmarks.md, "Dataset build").
+``llvm_ad_rgb`` needs a libLLVM >= 19 (Debian 12: ``apt install libllvm19``); drjit 1.5 aborts inside its JIT with an
+older one ("Cannot select: fminimum"), hence the version floor and the probe of ``variant_works``. The variant
+changes the Monte Carlo noise (each has its own random streams), so images are reproducible for a given variant
+only; ``tests/test_real_render.py`` checks that the JIT variants agree with ``scalar_rgb`` up to that noise wherever
+they run.
 """
 
 from __future__ import annotations
