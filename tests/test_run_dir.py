@@ -66,8 +66,20 @@ def test_finished_run_holds_bounded_checkpoints_labels_scene_and_log(finished, d
 def test_rerunning_a_finished_run_says_so_and_trains_nothing(finished, data_root, capfd) -> None:
     mtime = RunDir(finished).last.stat().st_mtime_ns
     assert train(data_root, finished) == 0
-    assert "has finished its 3 epochs already" in capfd.readouterr().out
+    assert "has finished its training already (its 3 epochs" in capfd.readouterr().out
     assert RunDir(finished).last.stat().st_mtime_ns == mtime
+
+
+def test_a_run_ended_by_its_time_budget_is_finished_and_a_rerun_trains_nothing(data_root, tmp_path, capfd) -> None:
+    run, budget = tmp_path / "timed", ["trainer.max_epochs=50", "+trainer.max_time=00:00:00:01"]
+    assert train(data_root, run, *budget) == 0
+    status = yaml.safe_load((run / "status.yaml").read_text())
+    assert status["stopped_by"] == "max_time" and 1 <= status["batches"] < 50 and status["epochs"] < 50
+    assert int(state(RunDir(run).last)["batches_done"]) == status["batches"]  # the last batch is saved
+    mtime = RunDir(run).last.stat().st_mtime_ns
+    assert train(data_root, run, *budget) == 0
+    assert "has finished its training already" in capfd.readouterr().out
+    assert RunDir(run).last.stat().st_mtime_ns == mtime and RunDir(run).training_done(50)
 
 
 def test_rerun_with_other_settings_is_refused_naming_the_keys(finished, data_root, capfd) -> None:
@@ -97,7 +109,7 @@ def test_a_run_saved_before_the_classes_moved_continues_and_translates(finished,
     assert run.config().system._target_ == "triton_s2r.training.system.TritonSystem"
     assert run.config().data._target_ == "triton_s2r.data.datamodule.TritonDataModule"
     assert train(data_root, run.path) == 0  # the same settings: nothing to train, no "other settings" refusal
-    assert "has finished its 3 epochs already" in capfd.readouterr().out
+    assert "has finished its training already (its 3 epochs" in capfd.readouterr().out
     assert Translator.from_run_dir(run.path, device="cpu").model is not None
 
 

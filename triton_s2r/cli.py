@@ -174,8 +174,9 @@ def _add_demo_command(sub: argparse._SubParsersAction) -> None:
     demo.add_argument("--batch-size", type=int, default=16, help="frames per translation batch")
     demo.add_argument("--fps", type=fps, default=10.0, help="video frame rate (frames per second, > 0)")
     demo.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                      help="extra Hydra override for training (repeatable), e.g. trainer.max_epochs=2; "
-                      "ignored when the run has finished already")
+                      help="extra Hydra override for training (repeatable), e.g. trainer.max_time=00:00:05:00 "
+                      "(the demo experiment trains for 14 minutes, at most 24 epochs of 50 batches); ignored when "
+                      "the run has finished already")
     demo.set_defaults(func=_demo)
 
 

@@ -88,7 +88,7 @@ def ensure_run(run_dir: Path, *, experiment: str, data_root: Path, overrides: tu
         RuntimeError: training failed (its output above says why).
     """
     run = RunDir(run_dir)
-    if run.config_path.is_file() and run.epochs_done() >= int(run.config().trainer.max_epochs):
+    if run.config_path.is_file() and run.training_done(int(run.config().trainer.max_epochs)):
         print(f"[demo] reusing the finished run {run_dir}", flush=True)
         return False
     command = [sys.executable, "-m", "triton_s2r.train", f"experiment={experiment}", f"data.root={data_root}",

@@ -26,7 +26,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
-from pytorch_lightning.callbacks import ModelCheckpoint, TQDMProgressBar
+from pytorch_lightning.callbacks import ModelCheckpoint, Timer, TQDMProgressBar
 from pytorch_lightning.plugins import TorchCheckpointIO
 from pytorch_lightning.utilities import rank_zero_only
 
@@ -190,10 +190,10 @@ def train(cfg: DictConfig) -> Path:
         log.info("resuming from %s", ckpt_path)
     else:  # the same command again continues its run
         check_same_settings(run, cfg)
-        if run.epochs_done() >= epochs:
-            log.info("%s has finished its %d epochs already; nothing to train (translate it with `triton-s2r "
-                     "translate %s ...`, or train on with resume=%s trainer.max_epochs=N)", run.path, epochs,
-                     run.path, run.path)
+        if run.training_done(epochs):
+            log.info("%s has finished its training already (its %d epochs or its time budget); nothing to train "
+                     "(translate it with `triton-s2r translate %s ...`, or train on with resume=%s "
+                     "trainer.max_epochs=N or a longer trainer.max_time)", run.path, epochs, run.path, run.path)
             return run.path
         ckpt_path = run.last if run.last.is_file() else None
         if ckpt_path is not None:
@@ -212,11 +212,27 @@ def train(cfg: DictConfig) -> Path:
         callbacks.append(ProgressBar())
     trainer = instantiate(cfg.trainer, logger=logger, callbacks=callbacks, plugins=[RunCheckpointIO()])
     trainer.fit(system, datamodule=datamodule, ckpt_path=ckpt_path)
-    if trainer.state.status == "finished" and not trainer.interrupted and trainer.current_epoch >= epochs:
+    stopped_by = stop_reason(trainer, epochs)
+    if stopped_by is not None:
         if rank_zero_only.rank == 0:
-            run.mark_finished(epochs, int(system.batches_done))
+            run.mark_finished(min(trainer.current_epoch, epochs), int(system.batches_done), stopped_by)
         log.info("run directory: %s (checkpoint: %s)", run.path, run.last)
     return run.path
+
+
+def stop_reason(trainer: pl.Trainer, max_epochs: int) -> str | None:
+    """Why a fit ended: ``"max_epochs"``, ``"max_time"`` (its ``trainer.max_time`` budget spent), or None.
+
+    None: it did not run to an end (interrupted, failed).
+    """
+    if trainer.state.status != "finished" or trainer.interrupted:
+        return None
+    if trainer.current_epoch >= max_epochs:
+        return "max_epochs"
+    callbacks = trainer.callbacks  # pyright: ignore[reportAttributeAccessIssue]  # set in Trainer.__init__
+    timer = next((c for c in callbacks if isinstance(c, Timer)), None)
+    remaining = timer.time_remaining() if timer is not None else None
+    return "max_time" if remaining is not None and remaining <= 0 else None
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")

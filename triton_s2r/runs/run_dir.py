@@ -236,17 +236,32 @@ class RunDir:
 
     def epochs_done(self) -> int:
         """Epochs of a training that ran to its end (0 while none did: interrupted or still running)."""
-        path = self.path / STATUS
-        if not path.is_file():
-            return 0
-        return int((yaml.safe_load(path.read_text()) or {}).get("epochs", 0))
+        return int(self._status().get("epochs", 0))
 
-    def mark_finished(self, epochs: int, batches: int) -> None:
-        """Record that training ran ``epochs`` epochs (``batches`` batches) to the end."""
-        status = {"finished": True, "epochs": epochs, "batches": batches,
+    def training_done(self, max_epochs: int) -> bool:
+        """Whether a training with ``max_epochs`` has nothing left to do here.
+
+        It ran its epochs, or it ran to the end of its time budget (``trainer.max_time``), which a rerun would not
+        extend.
+        """
+        status = self._status()
+        return int(status.get("epochs", 0)) >= max_epochs or status.get("stopped_by") == "max_time"
+
+    def mark_finished(self, epochs: int, batches: int, stopped_by: str = "max_epochs") -> None:
+        """Record that training ran to its end: ``epochs`` epochs (``batches`` batches).
+
+        ``stopped_by``: ``"max_epochs"``, or ``"max_time"`` when its time budget ended it.
+        """
+        if stopped_by not in ("max_epochs", "max_time"):
+            raise ValueError(f"stopped_by must be 'max_epochs' or 'max_time', got {stopped_by!r}")
+        status = {"finished": True, "epochs": epochs, "batches": batches, "stopped_by": stopped_by,
                   "time": datetime.datetime.now().isoformat(timespec="seconds")}
         with atomic_write(self.path / STATUS) as tmp:
             tmp.write_text(yaml.safe_dump(status, sort_keys=False))
+
+    def _status(self) -> dict:
+        path = self.path / STATUS
+        return (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
 
     # ---------------------------------------------------------------------------------------------- data
 
