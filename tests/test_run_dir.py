@@ -73,7 +73,7 @@ def test_rerunning_a_finished_run_says_so_and_trains_nothing(finished, data_root
 def test_a_run_ended_by_its_time_budget_is_finished_and_a_rerun_trains_nothing(data_root, tmp_path, capfd) -> None:
     run, budget = tmp_path / "timed", ["trainer.max_epochs=50", "+trainer.max_time=00:00:00:01"]
     assert train(data_root, run, *budget) == 0
-    status = yaml.safe_load((run / "status.yaml").read_text())
+    status = RunDir(run).status()
     assert status["stopped_by"] == "max_time" and 1 <= status["batches"] < 50 and status["epochs"] < 50
     assert int(state(RunDir(run).last)["batches_done"]) == status["batches"]  # the last batch is saved
     mtime = RunDir(run).last.stat().st_mtime_ns

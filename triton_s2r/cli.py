@@ -24,13 +24,17 @@ from triton_s2r.utils.arguments import HelpFormatter, fps, resolution, shard
 
 def _demo(args: argparse.Namespace) -> int:
     from triton_s2r.demo import run_demo
+    from triton_s2r.runs.run_dir import RunDir
 
     result = run_demo(args.out, preset=args.preset, experiment=args.experiment, backend=args.backend,
                       device=args.device, batch_size=args.batch_size, fps=args.fps, overrides=tuple(args.override))
     video = result.video
     print(f"\ndemo finished in {result.seconds / 60:.1f} min")
     print(f"  dataset:     {result.data_root}")
-    print(f"  run:         {result.run_dir} ({'trained now' if result.trained else 'reused, already trained'})")
+    status = RunDir(result.run_dir).status()
+    batches = f", {status['batches']} batches" if "batches" in status else ""
+    print(f"  run:         {result.run_dir} ({'trained now' if result.trained else 'reused, already trained'}{batches}"
+          f"{', stopped by its time budget' if status.get('stopped_by') == 'max_time' else ''})")
     print(f"  checkpoint:  {result.checkpoint}")
     print(f"  video:       {video.out} ({video.num_frames} frames, {video.frame_size[1]}x{video.frame_size[0]}, "
           f"panels: {' | '.join(video.panels)})")

@@ -236,7 +236,7 @@ class RunDir:
 
     def epochs_done(self) -> int:
         """Epochs of a training that ran to its end (0 while none did: interrupted or still running)."""
-        return int(self._status().get("epochs", 0))
+        return int(self.status().get("epochs", 0))
 
     def training_done(self, max_epochs: int) -> bool:
         """Whether a training with ``max_epochs`` has nothing left to do here.
@@ -244,7 +244,7 @@ class RunDir:
         It ran its epochs, or it ran to the end of its time budget (``trainer.max_time``), which a rerun would not
         extend.
         """
-        status = self._status()
+        status = self.status()
         return int(status.get("epochs", 0)) >= max_epochs or status.get("stopped_by") == "max_time"
 
     def mark_finished(self, epochs: int, batches: int, stopped_by: str = "max_epochs") -> None:
@@ -259,7 +259,8 @@ class RunDir:
         with atomic_write(self.path / STATUS) as tmp:
             tmp.write_text(yaml.safe_dump(status, sort_keys=False))
 
-    def _status(self) -> dict:
+    def status(self) -> dict:
+        """``status.yaml``: ``finished``, ``epochs``, ``batches``, ``stopped_by``, ``time``; {} until training ended."""
         path = self.path / STATUS
         return (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
 
