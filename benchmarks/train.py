@@ -281,10 +281,11 @@ def scaling(args: argparse.Namespace) -> None:
         rows.append(f"| {devices} | {args.batches[0]} | {r['its']:.2f} | {images:.1f} | {efficiency} |")
         print(rows[-1], flush=True)
     if int(os.environ.get("LOCAL_RANK", "0")) == 0:
-        table = ("DDP (Lightning, NCCL), bf16, renderer in the loop, reference networks, 256x256 crops; "
-                 "surface consistency is computed per rank over its own batch.\n\n" + "\n".join(rows))
+        table = ("DDP (Lightning, NCCL), the shipped recipe (`experiment=paper`), bf16, eager, renderer in the loop, "
+                 "256x256 crops; surface consistency is computed per rank over its own batch.\n\n" + "\n".join(rows))
+        host = f"{max(args.scaling)}x {machine()} (one host)"
         if not args.no_write:
-            write_section(f"ddp:{machine()}", f"Multi-GPU scaling: {machine()}", table)
+            write_section(f"ddp:{host}", f"Multi-GPU scaling: {host}", table)
         print(table)
 
 
