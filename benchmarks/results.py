@@ -355,7 +355,8 @@ def main() -> None:
         f"{' '.join(shlex.quote(a) for a in sys.argv[1:])}`\n- date: {datetime.date.today().isoformat()}, "
         f"commit {commit()}\n- dataset: {args.data}; "
         + (f"budget {args.budget_seconds} s of training per run" if args.recipe == "benchmark" else
-           "the README demo's training per run (`experiment=demo`, 600 batches)") + "\n\n"
+           "the README demo's training per run (`experiment=demo`, 600 batches unless a row overrides them: see "
+           "the batches column)") + "\n\n"
         "PSNR and SSIM: higher is better (translation vs the paired path-traced frame); `_masked`: objects and "
         "robot only. Colour error (each label's mean colour against the real one's; 0 for the real frames): lower "
         "is better. `contrast_ratio_masked`: how much the objects and robot stand out from their surroundings, "
