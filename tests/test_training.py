@@ -92,6 +92,35 @@ def test_unknown_compile_mode_is_refused() -> None:
         build_system(cfg)
 
 
+def test_the_default_trainer_picks_bf16_where_the_device_runs_it(monkeypatch) -> None:
+    import triton_s2r.conf as conf
+
+    def precision(overrides: list[str], cuda: bool, cuda_bf16: bool, cpu_bf16: bool) -> str:
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *_, **__: cuda_bf16)
+        monkeypatch.setattr(conf, "cpu_has_bf16", lambda: cpu_bf16)
+        return composed(overrides).trainer.precision
+
+    demo = ["experiment=demo"]
+    assert precision(demo, cuda=False, cuda_bf16=False, cpu_bf16=True) == "bf16-mixed"
+    assert precision(demo, cuda=False, cuda_bf16=False, cpu_bf16=False) == "32-true"
+    assert precision(demo, cuda=True, cuda_bf16=True, cpu_bf16=False) == "bf16-mixed"
+    assert precision(demo, cuda=True, cuda_bf16=False, cpu_bf16=True) == "32-true"  # the GPU trains, not the CPU
+    assert precision([*demo, "trainer.accelerator=cpu"], cuda=True, cuda_bf16=False, cpu_bf16=True) == "bf16-mixed"
+    assert precision([*demo, "trainer.accelerator=mps"], cuda=False, cuda_bf16=False, cpu_bf16=True) == "32-true"
+    assert precision(["trainer=cpu"], cuda=False, cuda_bf16=False, cpu_bf16=True) == "32-true"  # stated, kept
+    assert precision(["trainer=gpu"], cuda=False, cuda_bf16=False, cpu_bf16=False) == "bf16-mixed"
+
+
+def test_a_bf16_run_on_the_cpu_trains(data_root, tmp_path) -> None:
+    run_dir = run(tmp_path, "bf16", data_root, "trainer.max_epochs=1", "data.steps_per_epoch=2",
+                  "trainer.precision=bf16-mixed")
+    assert yaml.safe_load((run_dir / "config.yaml").read_text())["trainer"]["precision"] == "bf16-mixed"
+    state = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
+    assert state["batches_done"] == 2
+    assert all(torch.isfinite(v).all() for v in state.values() if v.is_floating_point())
+
+
 @pytest.mark.parametrize("group", ["trainer=cpu", "trainer=gpu", "trainer=ddp", "logger=csv", "logger=wandb",
                                    "logger=none", "render=nvdiffrast", "data=folders",
                                    "model/texture@model.translator.texture=raster"])
