@@ -36,8 +36,14 @@ from triton_s2r.train import build
 PROFILED_STEPS = 5
 
 
+def synchronize() -> None:
+    """Wait for the GPU's queued work, if there is a GPU."""
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
 class StepTimer(pl.Callback):
-    """Throughput of the training batches after ``warmup``, optionally profiled.
+    """Throughput of the training batches after ``warmup`` (on the GPU, or the CPU without one), optionally profiled.
 
     One synchronisation before the first timed batch and one after the last, so consecutive steps overlap as they
     do in a real run.
@@ -60,11 +66,12 @@ class StepTimer(pl.Callback):
         if batch_idx == 0:
             self._t0 = time.perf_counter()
         if batch_idx == 1:
-            torch.cuda.synchronize()
+            synchronize()
             self.first_step_seconds = time.perf_counter() - self._t0
         if batch_idx == self.warmup:
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
+            synchronize()
+            if torch.cuda.is_available():
+                torch.cuda.reset_peak_memory_stats()
             self.warmup_seconds = time.perf_counter() - self._t0
             self._t0 = time.perf_counter()
 
@@ -75,11 +82,11 @@ class StepTimer(pl.Callback):
             self.profiler.step()
 
     def on_train_epoch_end(self, trainer, module) -> None:
-        torch.cuda.synchronize()
+        synchronize()
         self.seconds = time.perf_counter() - self._t0
         # of the timed steps; reserved, not allocated, so that CUDA-graph memory pools (allocated while warming
         # up and held since) count
-        self.peak_bytes = torch.cuda.max_memory_reserved()
+        self.peak_bytes = torch.cuda.max_memory_reserved() if torch.cuda.is_available() else 0
 
     def report(self, trace: str | None = None) -> str:
         """Tables of the profiled steps, then per step: GPU kernel time, GPU busy time and wall time.
