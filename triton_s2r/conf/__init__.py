@@ -33,13 +33,12 @@ def fast_precision(accelerator: str) -> str:
             ``cuda``, ``cpu``; any other (such as ``mps``) gets ``32-true``.
 
     A CUDA GPU with bf16 (Ampere or newer) or a CPU with AVX512-BF16 or AMX trains under bf16 autocast; elsewhere
-    bf16 would be emulated, slower than float32. On the CPU demo's machine (AMD EPYC, AVX512-BF16) a batch takes
-    0.75x the float32 time, with the same quality (docs/training.md, "Precision").
+    bf16 would be emulated, slower than float32 (docs/training.md, "Precision").
     """
     import torch
 
     if accelerator in ("auto", "gpu", "cuda") and torch.cuda.is_available():
-        return "bf16-mixed" if torch.cuda.is_bf16_supported() else "32-true"
+        return "bf16-mixed" if torch.cuda.is_bf16_supported(including_emulation=False) else "32-true"
     if accelerator in ("auto", "cpu"):
         return "bf16-mixed" if cpu_has_bf16() else "32-true"
     return "32-true"
