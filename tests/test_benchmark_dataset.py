@@ -14,6 +14,7 @@ from triton_s2r.cli import main
 from triton_s2r.data.datasets import BenchmarkDataset, DatasetError, Photos, UVLFrames
 from triton_s2r.render import load_scene, make_rasterizer, write_uvl
 from triton_s2r.render.uvl import gbuffer_to_uvl
+from triton_s2r.tabletop.mitsuba_variant import select_variant
 
 pytest.importorskip("mitsuba")
 pytest.importorskip("yourdfpy")
@@ -37,6 +38,7 @@ def test_manifest_and_layout(dataset_dir) -> None:
     assert manifest["splits"]["test"]["sim"] and manifest["splits"]["test"]["real"]
     assert manifest["splits"]["sequences/seq_000"]["frames"] == 8
     assert "pybullet_data" in manifest["provenance"]["robot"]
+    assert manifest["render"]["mitsuba_variant"] == select_variant()  # the variant that rendered the real frames
     ds = BenchmarkDataset.open(dataset_dir)  # every listed file is there
     assert len(ds.uvl_frames("train_sim")) == 4 and len(ds.photos("train_real")) == 4
     assert not (dataset_dir / "train_sim" / "real").exists()

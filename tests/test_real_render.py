@@ -184,3 +184,19 @@ def test_v_zero_is_the_bottom_of_the_texture_image() -> None:
                         variant=VARIANT)[0].astype(np.float32)
     top, bottom = image[SIZE // 4, SIZE // 2], image[3 * SIZE // 4, SIZE // 2]
     assert top[0] > top[2] + 30 and bottom[2] > bottom[0] + 30, f"top {top}, bottom {bottom}"
+
+
+def test_auto_picks_the_fastest_variant_that_renders(monkeypatch) -> None:
+    """Unset or ``auto``: cuda_ad_rgb, then llvm_ad_rgb, then scalar_rgb, whichever renders here first."""
+    from triton_s2r.tabletop import mitsuba_variant
+
+    for works, expected in (({CUDA_VARIANT, LLVM_VARIANT}, CUDA_VARIANT), ({LLVM_VARIANT}, LLVM_VARIANT),
+                            (set(), "scalar_rgb")):
+        monkeypatch.setattr(mitsuba_variant, "variant_works", lambda name, works=works: name in works)
+        for env in (None, "auto"):
+            if env is None:
+                monkeypatch.delenv("TRITON_MITSUBA_VARIANT", raising=False)
+            else:
+                monkeypatch.setenv("TRITON_MITSUBA_VARIANT", env)
+            assert mitsuba_variant.select_variant() == expected
+        assert mitsuba_variant.select_variant("scalar_rgb") == "scalar_rgb"  # an explicit choice stays

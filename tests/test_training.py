@@ -491,16 +491,19 @@ def test_lazy_r1_penalty_comes_every_interval_weighted_by_it() -> None:
         build_system(composed(["experiment=tiny", "loss.r1_interval=0"]))
 
 
-def test_r1_penalty_takes_the_eager_forward_of_a_compiled_discriminator() -> None:
-    """Compiled networks cannot be differentiated twice; R1's real-image pass bypasses the compiled call.
+@pytest.mark.parametrize("scope", ["networks", "blocks"])
+def test_r1_penalty_takes_the_eager_forward_of_a_compiled_discriminator(scope: str) -> None:
+    """Compiled networks cannot be differentiated twice; R1's real-image pass bypasses the compiled calls.
 
-    ``aot_eager`` stands in for Inductor (the same refusal of a double backward, without code generation).
+    ``aot_eager`` stands in for Inductor (the same refusal of a double backward, without code generation); the
+    discriminator is compiled whole or scale by scale, as ``system.compile_scope`` does.
     """
     from triton_s2r.losses import r1_penalty
 
     system = build_system(composed(["experiment=tiny", "loss.r1_gamma=10"]))
     discriminator = system.discriminator_real
-    discriminator.compile(backend="aot_eager", dynamic=False)
+    for piece in [discriminator] if scope == "networks" else discriminator.scales:
+        piece.compile(backend="aot_eager", dynamic=False)
     real, fake = torch.rand(2, 3, 48, 48), torch.rand(2, 3, 48, 48)
     with pytest.raises(RuntimeError, match="double backward"):  # what the eager forward avoids
         leaf = real.clone().requires_grad_()
@@ -568,3 +571,22 @@ def test_non_finite_losses_are_skipped_then_stop(data_root, tmp_path, monkeypatc
     # Checked at epoch ends and every NONFINITE_CHECK_EVERY batches: here at the end of epoch 1 (5 batches).
     assert "5 consecutive steps had non-finite losses (surface_chroma_consistency" in err
     assert "lower the learning rate" in err
+
+
+@pytest.mark.parametrize("scope", ["networks", "blocks"])
+def test_compile_scope_picks_what_is_compiled(scope: str) -> None:
+    """``networks`` compiles each network whole; ``blocks`` its residual blocks and discriminator scales instead."""
+    from triton_s2r.models.discriminator import PatchDiscriminator
+    from triton_s2r.models.generator import ResidualBlock
+
+    system = build_system(composed(["experiment=tiny", "system.compile=true", f"system.compile_scope={scope}"]))
+    compiled = {name for name, module in system.named_modules() if module._compiled_call_impl is not None}
+    blocks = {name for name, module in system.named_modules() if isinstance(module, ResidualBlock | PatchDiscriminator)}
+    networks = {"model.generator_sim.encoder", "model.generator_real.decoder", "discriminator_sim"}
+    assert "model.texture" in compiled and blocks
+    assert (networks <= compiled) == (scope == "networks") and (blocks <= compiled) == (scope == "blocks")
+
+
+def test_unknown_compile_scope_is_refused() -> None:
+    with pytest.raises(ValueError, match="compile_scope must be one of"):
+        build_system(composed(["experiment=tiny", "system.compile_scope=layers"]))

@@ -38,6 +38,7 @@ from triton_s2r.render.rasterizer import make_rasterizer
 from triton_s2r.render.scene import FrameState, Scene
 from triton_s2r.render.uvl import gbuffer_to_uvl, write_uvl
 from triton_s2r.tabletop.hidden import HIDDEN_MANIFEST, write_hidden_albedo
+from triton_s2r.tabletop.mitsuba_variant import select_variant
 from triton_s2r.tabletop.robot import Panda
 from triton_s2r.tabletop.scene import build_scene, frame_state, sample_clips, sample_states, sample_trajectory
 from triton_s2r.utils.files import atomic_savez, atomic_write, write_image
@@ -176,7 +177,8 @@ def make_dataset(
         atomic_savez(root / split.name / "states.npz", object_poses=s.object_poses.numpy(),
                      world_from_camera=s.camera.world_from_camera.numpy(), intrinsics=s.camera.intrinsics.numpy(),
                      joints=split.joints, object_names=np.array([o.name for o in scene.objects]))
-    _write_manifest(root, scene, p, build, splits)
+    variant = select_variant() if any(split.real for split in splits) else None  # the Mitsuba variant, recorded
+    _write_manifest(root, scene, p, build, splits, variant)
 
     rasterizer = make_rasterizer(backend)
     real_renderer = None
@@ -187,7 +189,7 @@ def make_dataset(
         appearance = make_appearance(scene, seed=seed)
         write_hidden_albedo(root, scene.labels, appearance)  # for eval's texture recovery only
         # Meshes, their BVHs and BSDFs are made once for all real frames; each frame places the meshes.
-        real_renderer = RealRenderer(scene, appearance, spp=p.spp, seed=seed)
+        real_renderer = RealRenderer(scene, appearance, spp=p.spp, seed=seed, variant=variant)
     for split_index, split in enumerate(splits):
         todo = [i for i in range(split.state.batch_size) if i % count == index]
         uvl_dir, real_dir = root / split.name / "uvl", root / split.name / "real"
@@ -266,7 +268,8 @@ def _write_assets(scene: Scene, folder: Path) -> None:
         tmp.write_text(yaml.safe_dump(spec, sort_keys=False))
 
 
-def _write_manifest(root: Path, scene: Scene, p: Preset, build: dict, splits: list[Split]) -> None:
+def _write_manifest(root: Path, scene: Scene, p: Preset, build: dict, splits: list[Split],
+                    mitsuba_variant: str | None) -> None:
     manifest = {
         "format_version": FORMAT_VERSION,
         "name": f"triton_s2r tabletop benchmark ({build['preset']})",
@@ -282,7 +285,7 @@ def _write_manifest(root: Path, scene: Scene, p: Preset, build: dict, splits: li
                    "states": "<split>/states.npz"},
         "splits": {s.name: {"frames": s.state.batch_size, "sim": s.sim, "real": s.real,
                             **({"clip_frames": s.clip_frames} if s.clip_frames > 1 else {})} for s in splits},
-        "render": {"spp": p.spp, **asdict(p)},
+        "render": {"spp": p.spp, **asdict(p), **({"mitsuba_variant": mitsuba_variant} if mitsuba_variant else {})},
         **({"hidden": HIDDEN_MANIFEST} if any(s.real for s in splits) else {}),
         "provenance": {
             "generator": f"triton_s2r {__version__} (triton-s2r make-dataset)",

@@ -1,14 +1,14 @@
 """Which Mitsuba 3 variant renders the benchmark's "real" frames, and importing Mitsuba switched to it.
 
-Variant, in order: the ``variant`` argument; the ``TRITON_MITSUBA_VARIANT`` environment variable; else
-``scalar_rgb``, whose images do not depend on the machine. The JIT variants (``cuda_ad_rgb``, ``llvm_ad_rgb``) are
-opt-in: ``real.RealRenderer`` loads its scene once and passes each frame's values as opaque inputs, so their kernels
-compile once, and they are then the fastest on each machine, by 1.2-1.4x (docs/benchmarks.md, "Dataset build").
-``llvm_ad_rgb`` needs a libLLVM >= 19 (Debian 12: ``apt install libllvm19``); drjit 1.5 aborts inside its JIT with an
-older one ("Cannot select: fminimum"), hence the version floor and the probe of ``variant_works``. The variant
-changes the Monte Carlo noise (each has its own random streams), so images are reproducible for a given variant
-only; ``tests/test_real_render.py`` checks that the JIT variants agree with ``scalar_rgb`` up to that noise wherever
-they run.
+Variant, in order: the ``variant`` argument; the ``TRITON_MITSUBA_VARIANT`` environment variable; else (or when
+either says ``auto``) the fastest that renders here: ``cuda_ad_rgb`` on an NVIDIA GPU, then ``llvm_ad_rgb`` where a
+libLLVM >= 19 is installed, then ``scalar_rgb``. ``real.RealRenderer`` loads its scene once and passes each frame's
+values as opaque inputs, so a JIT variant compiles its kernels once, for the first frame (speeds in
+docs/benchmarks.md, "Dataset build"). ``llvm_ad_rgb`` needs a libLLVM >= 19 (Debian 12: ``apt install libllvm19``);
+drjit 1.5 aborts inside its JIT with an older one ("Cannot select: fminimum"), hence the version floor and the probe
+of ``variant_works``. The variant changes the Monte Carlo noise (each has its own random streams), so images are
+reproducible for a given variant only (``make-dataset`` records it in ``dataset.yaml``); ``tests/test_real_render.py``
+checks that the JIT variants agree with ``scalar_rgb`` up to that noise wherever they run.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ VARIANT_ENV = "TRITON_MITSUBA_VARIANT"
 CUDA_VARIANT = "cuda_ad_rgb"
 LLVM_VARIANT = "llvm_ad_rgb"
 FALLBACK_VARIANT = "scalar_rgb"
+AUTO = "auto"
 #: What each JIT variant needs besides Mitsuba (``variant_works`` checks it before probing).
 PREREQUISITES = {CUDA_VARIANT: "an NVIDIA GPU and driver",
                  LLVM_VARIANT: "a libLLVM >= 19 (or DRJIT_LIBLLVM_PATH naming one)"}
@@ -45,7 +46,10 @@ _PROBE = (
 
 def select_variant(variant: str | None = None) -> str:
     """The Mitsuba variant to render with (see the module docstring for the order of choices)."""
-    return variant or os.environ.get(VARIANT_ENV) or FALLBACK_VARIANT
+    chosen = variant or os.environ.get(VARIANT_ENV) or AUTO
+    if chosen != AUTO:
+        return chosen
+    return next((name for name in (CUDA_VARIANT, LLVM_VARIANT) if variant_works(name)), FALLBACK_VARIANT)
 
 
 @functools.cache
@@ -91,8 +95,8 @@ def load_mitsuba(variant: str | None) -> ModuleType:
     if mi.variant() != name:
         if name in PREREQUISITES and not variant_works(name):
             raise RuntimeError(f"Mitsuba variant {name} (the variant argument or {VARIANT_ENV}) does not render "
-                               f"here; it needs {PREREQUISITES[name]}. Unset {VARIANT_ENV} to render with "
-                               f"{FALLBACK_VARIANT}.")
+                               f"here; it needs {PREREQUISITES[name]}. Unset {VARIANT_ENV} (or set it to {AUTO}) "
+                               f"to render with the fastest variant that works here.")
         mi.set_variant(name)
     return mi
 
