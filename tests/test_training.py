@@ -491,12 +491,12 @@ def test_lazy_r1_penalty_comes_every_interval_weighted_by_it() -> None:
         build_system(composed(["experiment=tiny", "loss.r1_interval=0"]))
 
 
-@pytest.mark.parametrize("scope", ["networks", "blocks"])
+@pytest.mark.parametrize("scope", ["networks", "scales"])
 def test_r1_penalty_takes_the_eager_forward_of_a_compiled_discriminator(scope: str) -> None:
     """Compiled networks cannot be differentiated twice; R1's real-image pass bypasses the compiled calls.
 
     ``aot_eager`` stands in for Inductor (the same refusal of a double backward, without code generation); the
-    discriminator is compiled whole or scale by scale, as ``system.compile_scope`` does.
+    discriminator is compiled whole or (compiled submodules are bypassed too) scale by scale.
     """
     from triton_s2r.losses import r1_penalty
 
@@ -575,16 +575,15 @@ def test_non_finite_losses_are_skipped_then_stop(data_root, tmp_path, monkeypatc
 
 @pytest.mark.parametrize("scope", ["networks", "blocks"])
 def test_compile_scope_picks_what_is_compiled(scope: str) -> None:
-    """``networks`` compiles each network whole; ``blocks`` its residual blocks and discriminator scales instead."""
-    from triton_s2r.models.discriminator import PatchDiscriminator
+    """``networks`` compiles each generator whole; ``blocks`` their residual blocks instead; discriminators whole."""
     from triton_s2r.models.generator import ResidualBlock
 
     system = build_system(composed(["experiment=tiny", "system.compile=true", f"system.compile_scope={scope}"]))
     compiled = {name for name, module in system.named_modules() if module._compiled_call_impl is not None}
-    blocks = {name for name, module in system.named_modules() if isinstance(module, ResidualBlock | PatchDiscriminator)}
-    networks = {"model.generator_sim.encoder", "model.generator_real.decoder", "discriminator_sim"}
-    assert "model.texture" in compiled and blocks
-    assert (networks <= compiled) == (scope == "networks") and (blocks <= compiled) == (scope == "blocks")
+    blocks = {name for name, module in system.named_modules() if isinstance(module, ResidualBlock)}
+    generators = {"model.generator_sim.encoder", "model.generator_real.decoder"}
+    assert {"model.texture", "discriminator_sim", "discriminator_real"} <= compiled and blocks
+    assert (generators <= compiled) == (scope == "networks") and (blocks <= compiled) == (scope == "blocks")
 
 
 def test_unknown_compile_scope_is_refused() -> None:

@@ -47,7 +47,7 @@ from triton_s2r.losses import (
     texture_reality_target,
 )
 from triton_s2r.losses.settings import LossSettings
-from triton_s2r.models.discriminator import MultiScaleDiscriminator, PatchDiscriminator
+from triton_s2r.models.discriminator import MultiScaleDiscriminator
 from triton_s2r.models.generator import ResidualBlock
 from triton_s2r.models.triton import TritonModel, to_unit
 from triton_s2r.render.gbuffer import GBuffer
@@ -104,9 +104,9 @@ class TritonSystem(pl.LightningModule):
             ``"reduce-overhead"`` (CUDA graphs: each compiled piece's kernels replayed as one launch),
             ``"max-autotune"`` (with CUDA graphs) or ``"max-autotune-no-cudagraphs"``.
         compile_scope: what ``compile`` compiles, one of ``COMPILE_SCOPES``: ``"networks"`` (each network whole)
-            or ``"blocks"`` (regional compilation: each residual block and each discriminator scale on its own,
-            so the generators' identical blocks share one compiled graph and compile once; the layers between
-            them run eager). The texture and the losses are compiled either way.
+            or ``"blocks"`` (regional compilation of the generators: each residual block on its own, so their
+            identical blocks share one compiled graph and compile once; the layers between them run eager). The
+            discriminators, the texture and the losses are compiled whole either way.
         preview_every_n_batches: batches between image grids in ``previews/`` and W&B (``Previews``).
     """
 
@@ -192,12 +192,11 @@ class TritonSystem(pl.LightningModule):
             # lists a mode's options; torch.compile's own docstring points to this one.
             options = {**torch._inductor.list_mode_options(compile_mode), "triton.mix_order_reduction": False}
             self._cuda_graphs = options.get("triton.cudagraphs", False)
-            networks = (model.generator_sim.encoder, model.generator_sim.decoder, model.generator_real.encoder,
-                        model.generator_real.decoder, discriminator_sim, discriminator_real)
-            pieces = networks if compile_scope == "networks" else [
-                block for net in networks for block in net.modules()
-                if isinstance(block, ResidualBlock | PatchDiscriminator)]
-            for net in (*pieces, model.texture):
+            generators = (model.generator_sim.encoder, model.generator_sim.decoder, model.generator_real.encoder,
+                          model.generator_real.decoder)
+            pieces = generators if compile_scope == "networks" else [
+                block for net in generators for block in net.modules() if isinstance(block, ResidualBlock)]
+            for net in (*pieces, discriminator_sim, discriminator_real, model.texture):
                 net.compile(dynamic=False, options=options)  # in place: parameter names and checkpoints stay the same
             # MS-SSIM is dozens of small kernels per level; compiled, each call site's shapes get fused kernels.
             self._reconstruction_loss = torch.compile(reconstruction_loss, dynamic=False, options=options)
