@@ -571,21 +571,3 @@ def test_non_finite_losses_are_skipped_then_stop(data_root, tmp_path, monkeypatc
     # Checked at epoch ends and every NONFINITE_CHECK_EVERY batches: here at the end of epoch 1 (5 batches).
     assert "5 consecutive steps had non-finite losses (surface_chroma_consistency" in err
     assert "lower the learning rate" in err
-
-
-@pytest.mark.parametrize("scope", ["networks", "blocks"])
-def test_compile_scope_picks_what_is_compiled(scope: str) -> None:
-    """``networks`` compiles each generator whole; ``blocks`` their residual blocks instead; discriminators whole."""
-    from triton_s2r.models.generator import ResidualBlock
-
-    system = build_system(composed(["experiment=tiny", "system.compile=true", f"system.compile_scope={scope}"]))
-    compiled = {name for name, module in system.named_modules() if module._compiled_call_impl is not None}
-    blocks = {name for name, module in system.named_modules() if isinstance(module, ResidualBlock)}
-    generators = {"model.generator_sim.encoder", "model.generator_real.decoder"}
-    assert {"model.texture", "discriminator_sim", "discriminator_real"} <= compiled and blocks
-    assert (generators <= compiled) == (scope == "networks") and (blocks <= compiled) == (scope == "blocks")
-
-
-def test_unknown_compile_scope_is_refused() -> None:
-    with pytest.raises(ValueError, match="compile_scope must be one of"):
-        build_system(composed(["experiment=tiny", "system.compile_scope=layers"]))

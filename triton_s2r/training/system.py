@@ -48,7 +48,6 @@ from triton_s2r.losses import (
 )
 from triton_s2r.losses.settings import LossSettings
 from triton_s2r.models.discriminator import MultiScaleDiscriminator
-from triton_s2r.models.generator import ResidualBlock
 from triton_s2r.models.triton import TritonModel, to_unit
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import FrameState
@@ -61,7 +60,6 @@ if TYPE_CHECKING:
 LOSS_TERMS = ("adversarial", "reconstruction", "content", "cycle", "surface_consistency", "surface_chroma_consistency",
               "texture_reality")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-COMPILE_SCOPES = ("networks", "blocks")
 
 
 class TritonSystem(pl.LightningModule):
@@ -103,10 +101,6 @@ class TritonSystem(pl.LightningModule):
         compile_mode: ``torch.compile`` mode when ``compile``, one of ``COMPILE_MODES``: ``"default"``,
             ``"reduce-overhead"`` (CUDA graphs: each compiled piece's kernels replayed as one launch),
             ``"max-autotune"`` (with CUDA graphs) or ``"max-autotune-no-cudagraphs"``.
-        compile_scope: what ``compile`` compiles, one of ``COMPILE_SCOPES``: ``"networks"`` (each network whole)
-            or ``"blocks"`` (regional compilation of the generators: each residual block on its own, so their
-            identical blocks share one compiled graph and compile once; the layers between them run eager). The
-            discriminators, the texture and the losses are compiled whole either way.
         preview_every_n_batches: batches between image grids in ``previews/`` and W&B (``Previews``).
     """
 
@@ -141,7 +135,6 @@ class TritonSystem(pl.LightningModule):
         channels_last: bool = False,
         compile: bool = False,
         compile_mode: str = "default",
-        compile_scope: str = "networks",
         preview_every_n_batches: int = 250,
     ) -> None:
         super().__init__()
@@ -182,8 +175,6 @@ class TritonSystem(pl.LightningModule):
                 net.to(memory_format=torch.channels_last)  # pyright: ignore[reportCallIssue]  # torch's overloads omit it
         if compile_mode not in COMPILE_MODES:
             raise ValueError(f"system.compile_mode must be one of {COMPILE_MODES}, got {compile_mode!r}")
-        if compile_scope not in COMPILE_SCOPES:
-            raise ValueError(f"system.compile_scope must be one of {COMPILE_SCOPES}, got {compile_scope!r}")
         self._reconstruction_loss, self._texture_reality_loss = reconstruction_loss, texture_reality_loss
         self._cuda_graphs = False
         if compile:
@@ -192,11 +183,8 @@ class TritonSystem(pl.LightningModule):
             # lists a mode's options; torch.compile's own docstring points to this one.
             options = {**torch._inductor.list_mode_options(compile_mode), "triton.mix_order_reduction": False}
             self._cuda_graphs = options.get("triton.cudagraphs", False)
-            generators = (model.generator_sim.encoder, model.generator_sim.decoder, model.generator_real.encoder,
-                          model.generator_real.decoder)
-            pieces = generators if compile_scope == "networks" else [
-                block for net in generators for block in net.modules() if isinstance(block, ResidualBlock)]
-            for net in (*pieces, discriminator_sim, discriminator_real, model.texture):
+            for net in (model.generator_sim.encoder, model.generator_sim.decoder, model.generator_real.encoder,
+                        model.generator_real.decoder, discriminator_sim, discriminator_real, model.texture):
                 net.compile(dynamic=False, options=options)  # in place: parameter names and checkpoints stay the same
             # MS-SSIM is dozens of small kernels per level; compiled, each call site's shapes get fused kernels.
             self._reconstruction_loss = torch.compile(reconstruction_loss, dynamic=False, options=options)
