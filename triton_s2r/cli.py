@@ -329,7 +329,9 @@ def _add_make_dataset_command(sub: argparse._SubParsersAction) -> None:
         help="build the tabletop robot benchmark (sim UVL frames + paired path-traced 'real' frames)",
         description="Build the tabletop benchmark: a Franka Panda, a table and five objects; unpaired train_sim / "
         "train_real splits (train_real also has UVL frames, read only by the paired oracle baseline), a paired "
-        "test split and paired video sequences. Deterministic for a seed; resumes where it stopped when rerun with "
+        "test split and paired video sequences. Real frames path traced by Mitsuba's fastest variant that works here "
+        "(cuda_ad_rgb, llvm_ad_rgb, scalar_rgb; the TRITON_MITSUBA_VARIANT environment variable picks one). "
+        "Deterministic for a seed and variant; resumes where it stopped when rerun with "
         "the same arguments (other arguments: refused, or --rebuild); --shard I/N renders every N-th frame so N "
         "processes can share the work. Needs the "
         "'scenes' extra (pybullet, yourdfpy, xatlas, mitsuba). Format: data/README.md.",

@@ -8,7 +8,7 @@ model with blur, vignetting, sensor noise and a soft highlight roll-off. Lights,
 and noise are jittered per frame from ``(seed, frame id)``.
 
 The pieces, one module each: ``mitsuba_variant`` (which Mitsuba variant runs: the ``variant`` argument,
-``TRITON_MITSUBA_VARIANT``, else ``scalar_rgb``; images are reproducible for a given
+``TRITON_MITSUBA_VARIANT``, else the fastest that renders here; images are reproducible for a given
 variant only), ``lighting`` (per-frame lights and camera effects, the room environment map), ``render_mesh``
 (single-index meshes with crease-angle normals), ``mitsuba_scene`` (the scene dictionary: posed meshes,
 BSDFs, sensor, lights) and ``camera_effects`` (radiance to an 8-bit photo). This module puts them together.
