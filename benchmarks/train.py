@@ -197,7 +197,7 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
                          default_root_dir="/tmp/bench_train",
                          use_distributed_sampler=False)  # each rank draws its own whole clips, as trainer=ddp
     trainer.fit(system, datamodule=datamodule)
-    if profile:
+    if profile and trainer.global_rank == 0:
         print(timer.report(trace))
         assert syncs is not None  # made when profiling
         print("host waits for the GPU (synchronising calls):", syncs.report() or " none")
@@ -225,19 +225,20 @@ def main() -> None:
     parser.add_argument("--peak-tflops", type=float, default=989.0, help="card's dense bf16 rate (H100 SXM: 989)")
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--profile", action="store_true",
-                        help="instead: profile the first variant (first batch, bf16, first --compile) and print "
-                        "where its time goes")
+                        help="instead: profile the first variant (first batch, bf16, first --compile; with --scaling "
+                        "the largest GPU count, eager) and print where its time goes")
     parser.add_argument("--trace", default=None, help="with --profile: write the Chrome trace here (.json.gz)")
     parser.add_argument("--variant", nargs="+", action="append", default=[], metavar=("NAME", "OVERRIDE"),
                         help="rows for NAME: the step with these Hydra overrides (repeatable; default: the "
                         "reference step only), e.g. --variant channels_last system.channels_last=true")
     parser.add_argument("--scaling", nargs="+", type=int, default=None, metavar="DEVICES",
-                        help="instead: DDP scaling of the bf16 step over these GPU counts, e.g. 1 2")
+                        help="instead: DDP scaling of the bf16 step over these GPU counts, e.g. 1 2 (with the first "
+                        "--variant's overrides)")
     args = parser.parse_args()
-    if args.scaling:
-        scaling(args)
-        return
     variants = [(v[0], tuple(v[1:])) for v in args.variant] or [("reference", ())]
+    if args.scaling:
+        scaling(args, variants[0][1])
+        return
     if args.profile:
         run_variant(args.data, args.batches[0], "bf16-mixed", args.compile[0] == "on", 1 + PROFILED_STEPS + 3,
                     args.warmup, profile=True, extra=variants[0][1], trace=args.trace)
@@ -272,12 +273,17 @@ def main() -> None:
     print(table)
 
 
-def scaling(args: argparse.Namespace) -> None:
-    """Images/s of the bf16 step on 1..N GPUs (same batch per GPU) and the scaling efficiency."""
+def scaling(args: argparse.Namespace, extra: tuple[str, ...]) -> None:
+    """Images/s of the bf16 step on 1..N GPUs (same batch per GPU) and the scaling efficiency; ``extra``: overrides."""
+    if args.profile:  # where the step of the largest count goes, as rank 0 sees it
+        run_variant(args.data, args.batches[0], "bf16-mixed", False, 1 + PROFILED_STEPS + 3, args.warmup,
+                    profile=True, extra=extra, devices=max(args.scaling), trace=args.trace)
+        return
     rows = ["| GPUs | batch per GPU | it/s | images/s | efficiency |", "|---|---|---|---|---|"]
     base = None
     for devices in args.scaling:
-        r = run_variant(args.data, args.batches[0], "bf16-mixed", False, args.steps, args.warmup, devices=devices)
+        r = run_variant(args.data, args.batches[0], "bf16-mixed", False, args.steps, args.warmup, extra=extra,
+                        devices=devices)
         if int(os.environ.get("LOCAL_RANK", "0")) != 0:
             continue
         images = r["its"] * devices * args.batches[0]

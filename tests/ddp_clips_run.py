@@ -27,12 +27,15 @@ class _Record(pl.Callback):
 
     def on_train_end(self, trainer, module) -> None:
         (self.out / f"batches{trainer.global_rank}.txt").write_text(str(int(module.batches_done)))
+        weights = {name: [p.detach().double().sum().item() for p in getattr(module, name).parameters()]
+                   for name in ("model", "discriminator_sim", "discriminator_real")}
+        (self.out / f"weights{trainer.global_rank}.json").write_text(json.dumps(weights))
 
 
 def train_and_check(data: str, out: Path, *overrides: str) -> None:
     """Run this script, then check that each rank's own sampler dealt whole pairs.
 
-    The two ranks drew different ones, and both trained 4 batches.
+    The two ranks drew different ones, both trained 4 batches and ended with the same weights.
     """
     run = subprocess.run([sys.executable, __file__, data, str(out), *overrides], capture_output=True, text=True,
                          timeout=300)
@@ -44,6 +47,9 @@ def train_and_check(data: str, out: Path, *overrides: str) -> None:
         assert all(a % 2 == 0 and b == a + 1 for a, b in zip(sim[::2], sim[1::2], strict=True)), sim
     assert ranks[0]["sim"] != ranks[1]["sim"]
     assert [(out / f"batches{r}.txt").read_text() for r in (0, 1)] == ["4", "4"]
+    # Averaged gradients keep the ranks' weights equal (training/ddp.py averages only the stepped optimizer's).
+    weights = [json.loads((out / f"weights{r}.json").read_text()) for r in (0, 1)]
+    assert weights[0] == weights[1]
 
 
 def main(data: str, out: str, *overrides: str) -> None:

@@ -52,6 +52,7 @@ from triton_s2r.models.triton import TritonModel, to_unit
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import FrameState
 from triton_s2r.training.callbacks import NonFiniteGuard, Previews, RandomStates, WeightAverage
+from triton_s2r.training.ddp import PhaseGradients
 from triton_s2r.training.step import Forward, StepResult
 
 if TYPE_CHECKING:
@@ -170,6 +171,7 @@ class TritonSystem(pl.LightningModule):
         self._side_tensors: dict[int, Tensor] = {}
         self._render = None  # (scene, states, rasterizer) when the sim domain is rendered in the loop
         self._background_labels: list[int] = []
+        self._phase_gradients = PhaseGradients()  # under DDP: which gradients the next backward pass averages
         if channels_last:
             for net in (model.generator_sim, model.generator_real, discriminator_sim, discriminator_real):
                 net.to(memory_format=torch.channels_last)  # pyright: ignore[reportCallIssue]  # torch's overloads omit it
@@ -235,6 +237,12 @@ class TritonSystem(pl.LightningModule):
             device = self.trainer.strategy.root_device
             self._render = (scene, states, make_rasterizer(self.hparams.render_backend,
                                                            device if device.type == "cuda" else None))
+
+    def on_fit_start(self) -> None:
+        """Lightning hook: under DDP, average only the gradients of the phase's optimizer (``training/ddp.py``)."""
+        ddp = self.trainer.strategy.model
+        if isinstance(ddp, torch.nn.parallel.DistributedDataParallel):
+            ddp.register_comm_hook(self._phase_gradients, PhaseGradients.hook)
 
     # ------------------------------------------------------------------------------------ data
 
@@ -390,6 +398,7 @@ class TritonSystem(pl.LightningModule):
         """
         skipped = ~torch.isfinite(loss.detach())
         optimizer.zero_grad(set_to_none=True)
+        self._phase_gradients.select(p for group in optimizer.param_groups for p in group["params"])
         self.manual_backward(loss)
         self._clip(optimizer)
         # Fused Adam leaves weights, moments and step count untouched where found_inf is 1. No public API skips a

@@ -1,0 +1,54 @@
+"""The DDP communication hook of the two GAN phases (triton_s2r/training/ddp.py).
+
+The two-process runs (test_training.py on gloo CPU processes, slow tier; test_training_gpu.py on two GPUs) check
+that the ranks end with equal weights; this checks which buckets the hook sends.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+from triton_s2r.training.ddp import PhaseGradients
+
+
+class _Bucket:
+    """What the hook reads of a ``torch.distributed.GradBucket``: its parameters and its flat gradient buffer."""
+
+    def __init__(self, *parameters: torch.Tensor) -> None:
+        self._parameters = list(parameters)
+        self._buffer = torch.cat([torch.full((p.numel(),), float(i + 1)) for i, p in enumerate(parameters)])
+
+    def parameters(self) -> list[torch.Tensor]:
+        return self._parameters
+
+    def buffer(self) -> torch.Tensor:
+        return self._buffer
+
+
+def test_only_buckets_of_the_stepped_optimizer_are_averaged(monkeypatch) -> None:
+    generator, discriminator = torch.nn.Linear(2, 2), torch.nn.Linear(3, 1)
+    sent = []
+
+    def allreduce(group, bucket):
+        sent.append(bucket)
+        done = torch.futures.Future()
+        done.set_result(bucket.buffer() / 2)  # what two ranks of equal gradients would not give: marks the average
+        return done
+
+    monkeypatch.setattr(default_hooks, "allreduce_hook", allreduce)
+    phase = PhaseGradients()
+    g_only, d_only = _Bucket(*generator.parameters()), _Bucket(*discriminator.parameters())
+    mixed = _Bucket(generator.bias, discriminator.weight)  # DDP's buckets may straddle two networks
+
+    phase.select(discriminator.parameters())  # the discriminator phase
+    kept = phase.hook(g_only).wait()
+    assert sent == [] and kept is g_only.buffer()  # handed back untouched: no traffic
+    torch.testing.assert_close(phase.hook(d_only).wait(), d_only.buffer() / 2)
+    torch.testing.assert_close(phase.hook(mixed).wait(), mixed.buffer() / 2)
+    assert sent == [d_only, mixed]
+
+    phase.select(generator.parameters())  # the generator phase
+    assert phase.hook(d_only).wait() is d_only.buffer() and sent == [d_only, mixed]
+    phase.hook(g_only)
+    assert sent[-1] is g_only
