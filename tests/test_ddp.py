@@ -1,4 +1,4 @@
-"""The DDP communication hook of the two GAN phases (triton_s2r/training/ddp.py).
+"""DDP for the two GAN phases (triton_s2r/training/ddp.py): the communication hook and the SIGTERM check.
 
 The two-process runs (test_training.py on gloo CPU processes, slow tier; test_training_gpu.py on two GPUs) check
 that the ranks end with equal weights; this checks which buckets the hook sends.
@@ -6,10 +6,12 @@ that the ranks end with equal weights; this checks which buckets the hook sends.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import torch
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-from triton_s2r.training.ddp import PhaseGradients
+from triton_s2r.training.ddp import PhaseGradients, check_sigterm_every
 
 
 class _Bucket:
@@ -52,3 +54,27 @@ def test_only_buckets_of_the_stepped_optimizer_are_averaged(monkeypatch) -> None
     assert phase.hook(d_only).wait() is d_only.buffer() and sent == [d_only, mixed]
     phase.hook(g_only)
     assert sent[-1] is g_only
+
+
+def test_sigterm_is_shared_every_few_batches_not_at_each() -> None:
+    """Lightning's per-batch SIGTERM broadcast (a wait for the GPU) runs at batches 0, n, 2n, ... on every rank."""
+    checked = []
+
+    class _Loop:
+        batch = 0
+
+        def _broadcast_sigterm_tensor(self) -> None:  # Lightning's name: the method check_sigterm_every thins out
+            checked.append(self.batch)
+
+    loop = _Loop()
+    check_sigterm_every(SimpleNamespace(fit_loop=SimpleNamespace(epoch_loop=loop)), batches=20)  # pyright: ignore[reportArgumentType]  # what it reads of a Trainer
+    for loop.batch in range(45):
+        loop._broadcast_sigterm_tensor()  # what the epoch loop calls before each batch
+    assert checked == [0, 20, 40]
+
+
+def test_lightning_still_has_the_per_batch_sigterm_broadcast() -> None:
+    """check_sigterm_every thins out a private Lightning method; fail loudly when an upgrade renames or drops it."""
+    from pytorch_lightning.loops.training_epoch_loop import _TrainingEpochLoop
+
+    assert callable(getattr(_TrainingEpochLoop, "_broadcast_sigterm_tensor", None))

@@ -1,16 +1,19 @@
-"""DDP gradient averaging for the two GAN phases: only the stepped optimizer's gradients cross the wire.
+"""DDP for the two GAN phases: only the stepped optimizer's gradients cross the wire, and no wait at every batch.
 
 A training batch runs two backward passes (discriminators, then generators and texture), and DDP
 (``find_unused_parameters``) averages every parameter's gradient at each of them: the other phase's networks
 send buckets of zeros, half of the traffic. ``PhaseGradients`` is a DDP communication hook
 (``DistributedDataParallel.register_comm_hook``) that averages a bucket only when it holds a parameter of the
 optimizer about to step and hands the others back unchanged. Those are never read: each phase's optimizer clears
-its own gradients before its backward pass. docs/training.md, "Several GPUs and nodes".
+its own gradients before its backward pass. ``check_sigterm_every`` keeps Lightning from making the host wait
+for the GPU at every batch. docs/training.md, "Several GPUs and nodes".
 """
 
 # No ``from __future__ import annotations``: DDP checks the hook's annotations as objects, not strings.
+import itertools
 from collections.abc import Iterable
 
+import pytorch_lightning as pl
 import torch
 import torch.distributed as dist
 from torch import Tensor
@@ -34,3 +37,28 @@ class PhaseGradients:
         skipped: torch.futures.Future[Tensor] = torch.futures.Future()
         skipped.set_result(bucket.buffer())
         return skipped
+
+
+SIGTERM_CHECK_EVERY = 20  # batches: at most a few seconds of training between checks
+
+
+def check_sigterm_every(trainer: pl.Trainer, batches: int = SIGTERM_CHECK_EVERY) -> None:
+    """Let Lightning share rank 0's SIGTERM flag every ``batches`` batches instead of at every batch.
+
+    Lightning 2.6 broadcasts the flag from rank 0 before each training batch and reads it back with ``.item()``
+    (``_broadcast_sigterm_tensor`` of its training epoch loop), which makes the host wait for the GPU once per batch:
+    the host can no longer queue the next step while the GPU runs this one (Lightning issue #21487). Every rank
+    counts the same batches, so they still check together, and a SIGTERM still stops all of them, a few seconds
+    later. A Lightning without that method is left alone.
+    """
+    loop = trainer.fit_loop.epoch_loop
+    check = getattr(loop, "_broadcast_sigterm_tensor", None)
+    if check is None:
+        return
+    calls = itertools.count()
+
+    def every_few_batches() -> None:
+        if next(calls) % batches == 0:
+            check()
+
+    loop._broadcast_sigterm_tensor = every_few_batches

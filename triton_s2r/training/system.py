@@ -52,7 +52,7 @@ from triton_s2r.models.triton import TritonModel, to_unit
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import FrameState
 from triton_s2r.training.callbacks import NonFiniteGuard, Previews, RandomStates, WeightAverage
-from triton_s2r.training.ddp import PhaseGradients
+from triton_s2r.training.ddp import PhaseGradients, check_sigterm_every
 from triton_s2r.training.step import Forward, StepResult
 
 if TYPE_CHECKING:
@@ -239,10 +239,11 @@ class TritonSystem(pl.LightningModule):
                                                            device if device.type == "cuda" else None))
 
     def on_fit_start(self) -> None:
-        """Lightning hook: under DDP, average only the gradients of the phase's optimizer (``training/ddp.py``)."""
+        """Lightning hook: under DDP, average only the phase's gradients; check for SIGTERM every few batches."""
         ddp = self.trainer.strategy.model
         if isinstance(ddp, torch.nn.parallel.DistributedDataParallel):
             ddp.register_comm_hook(self._phase_gradients, PhaseGradients.hook)
+            check_sigterm_every(self.trainer)
 
     # ------------------------------------------------------------------------------------ data
 
