@@ -11,6 +11,8 @@ Usage::
     python -m benchmarks.train --data DIR --batches 4 --precisions bf16-mixed --compile off --steps 20
     python -m benchmarks.train --data DIR --batches 4 --precisions bf16-mixed --compile off \
         --variant reference --variant l1_losses loss.criterion=l1 loss.content_criterion=l1   # rows per variant
+    python -m benchmarks.train --data DIR --batches 4 --scaling 1 2            # DDP images/s on 1 and 2 GPUs
+    python -m benchmarks.train --data DIR --batches 4 --scaling 2 --profile    # where rank 0's DDP step goes
 
 DATASET_DIR is any benchmark folder (states + baked assets + train_real photos), e.g. one built with
 ``triton-s2r make-dataset --preset tiny --resolution 256 --frames 48``.
