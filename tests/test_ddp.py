@@ -67,7 +67,9 @@ def test_sigterm_is_shared_every_few_batches_not_at_each() -> None:
             checked.append(self.batch)
 
     loop = _Loop()
-    check_sigterm_every(SimpleNamespace(fit_loop=SimpleNamespace(epoch_loop=loop)), batches=20)  # pyright: ignore[reportArgumentType]  # what it reads of a Trainer
+    trainer = SimpleNamespace(fit_loop=SimpleNamespace(epoch_loop=loop))
+    for _ in range(2):  # a second fit on the same trainer: still every 20th batch, not every 400th
+        check_sigterm_every(trainer, batches=20)  # pyright: ignore[reportArgumentType]  # what it reads of a Trainer
     for loop.batch in range(45):
         loop._broadcast_sigterm_tensor()  # what the epoch loop calls before each batch
     assert checked == [0, 20, 40]

@@ -52,13 +52,14 @@ def check_sigterm_every(trainer: pl.Trainer, batches: int = SIGTERM_CHECK_EVERY)
     later. A Lightning without that method is left alone.
     """
     loop = trainer.fit_loop.epoch_loop
-    check = getattr(loop, "_broadcast_sigterm_tensor", None)
+    # From the class, so that a second fit on the same trainer replaces the thinned check rather than thinning it again.
+    check = getattr(type(loop), "_broadcast_sigterm_tensor", None)
     if check is None:
         return
     calls = itertools.count()
 
     def every_few_batches() -> None:
         if next(calls) % batches == 0:
-            check()
+            check(loop)
 
     loop._broadcast_sigterm_tensor = every_few_batches
