@@ -18,12 +18,13 @@ import torch
 import yaml
 
 from triton_s2r.cli import main
-from triton_s2r.data.datasets import BenchmarkDataset, DatasetError
+from triton_s2r.data.datasets import BenchmarkDataset, DatasetError, read_photo
 from triton_s2r.evaluation.evaluate import evaluate
 from triton_s2r.evaluation.texture_recovery import read_hidden_albedo
 from triton_s2r.inference.translator import Translator
 from triton_s2r.models.texture_space import sample_label_textures
 from triton_s2r.render.gbuffer import GBuffer
+from triton_s2r.utils.files import write_image
 
 
 def paired_counts(manifest: dict) -> dict[str, int]:
@@ -140,6 +141,31 @@ def test_eval_of_frames_without_sequences_scores_the_paired_split(data_root, tmp
     result = evaluate(frames, data_root, progress=False)
     assert result["psnr"] == 100.0 and result["n_sequences"] == 0
     assert result["warp_error"] is None and "sequences/" in result["absent"]["warp_error"]
+
+
+def test_eval_matches_copies_of_one_shape_to_the_real_colours_that_fit(data_root, manifest, tmp_path) -> None:
+    # The real frames with block_a and block_b swapped: each painted in the other's mean real colour of the frame.
+    frames = real_frames_folder(data_root, tmp_path / "frames")
+    dataset = BenchmarkDataset.open(data_root)
+    a, b = (dataset.labels.id_of(name) for name in ("block_a", "block_b"))
+    uvl = dataset.uvl_frames("test")
+    for i, path in enumerate(dataset.frame_paths("test", "real")):
+        label, image = uvl[i].label[0], read_photo(path)  # (H, W), (3, H, W)
+        if (label == a).any() and (label == b).any():
+            means = {k: image[:, label == k].mean(1, keepdim=True) for k in (a, b)}
+            image[:, label == a], image[:, label == b] = means[b], means[a]
+            write_image(frames / "test" / path.name, (image.permute(1, 2, 0).numpy() * 255).round().astype(np.uint8))
+    result = evaluate(frames, data_root, progress=False)
+    blocks = [name for name in manifest["labels"]["names"] if name.startswith("block_")]
+    assert result["interchangeable_labels"] == [blocks]  # the benchmark's blocks are one cube
+    assert result["colour_assignment"] == {"block_a": "block_b", "block_b": "block_a",
+                                           **{name: name for name in blocks[2:]}}
+    assert result["colour_error_by_label"]["block_a"] > 0.01  # the wrong block's colour, as paired
+    for name in ("block_a", "block_b"):  # the right colours up to the swap, and 8-bit rounding
+        assert result["colour_error_assigned_by_label"][name] == pytest.approx(0.0, abs=0.003)
+    others = {k: v for k, v in result["colour_error_by_label"].items() if k not in ("block_a", "block_b")}
+    assert {k: result["colour_error_assigned_by_label"][k] for k in others} == others
+    assert result["colour_error_assigned_masked"] < result["colour_error_masked"]
 
 
 def test_eval_of_frames_errors_name_the_file(data_root, manifest, tmp_path) -> None:

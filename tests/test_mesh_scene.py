@@ -10,7 +10,7 @@ import torch
 import trimesh
 
 from triton_s2r.render import FrameState, Mesh, MeshError, load_mesh, load_scene, make_rasterizer
-from triton_s2r.render.primitives import box, orbit_cameras
+from triton_s2r.render.primitives import box, orbit_cameras, uv_sphere
 
 
 def box_trimesh(with_uv: bool = True) -> trimesh.Trimesh:
@@ -150,3 +150,19 @@ def test_scene_file_places_objects_of_one_label_in_uv_tiles(tmp_path) -> None:
                                        "  - {name: crate, label: crate, mesh: crate.obj, uv_tile: [2, 2]}\n")
     with pytest.raises(ValueError, match="bad.yaml: object 'crate': uv_tile must be"):
         load_scene(tmp_path / "bad.yaml")
+
+
+def test_interchangeable_labels_are_labels_of_one_shape() -> None:
+    from triton_s2r.render.scene import LabelTable, Scene, SceneObject
+
+    cube, ball = box((0.07, 0.07, 0.07)), uv_sphere(0.04)
+    labels = LabelTable.evenly_spaced(["table", "block_a", "ball", "block_b", "robot", "block_c"])
+    objects = [SceneObject("table", 1, box((1.0, 0.6, 0.05))), SceneObject("block_a", 2, cube),
+               SceneObject("ball", 3, ball.in_uv_tile(0, 2)), SceneObject("block_b", 4, cube),
+               SceneObject("block_c", 6, cube),  # two objects of two shapes under one label:
+               SceneObject("link0", 5, cube.in_uv_tile(0, 2)), SceneObject("link1", 5, ball.in_uv_tile(1, 2))]
+    assert Scene(tuple(objects), labels).interchangeable_labels() == [(2, 4, 6)]
+    # A block of another size is another shape; a label of a cube and a ball matches only another such pair.
+    objects[4] = SceneObject("block_c", 6, box((0.05, 0.07, 0.07)))
+    objects.append(SceneObject("cube", 3, cube.in_uv_tile(1, 2)))
+    assert Scene(tuple(objects), labels).interchangeable_labels() == [(2, 4), (3, 5)]

@@ -9,6 +9,7 @@ import torch
 
 from triton_s2r.evaluation.metrics import (
     colour_error_by_label,
+    colour_error_matrix,
     contrast_by_label,
     label_iou,
     object_mask,
@@ -186,6 +187,26 @@ def test_colour_error_by_label_sees_wrong_colours_and_not_blur():
         colour_error_by_label(real, real, label, 1)
     with pytest.raises(ValueError, match="label must be"):
         colour_error_by_label(real, real, label[:, :8], 3)
+
+
+def test_colour_error_matrix_finds_whose_colour_a_label_took():
+    # Labels 1 and 2 in both frames, 3 in frame 0 only, 4 never shown; the translation swaps 1's and 2's colours.
+    real = torch.zeros(2, 3, 8, 8)
+    label = torch.zeros(2, 8, 8, dtype=torch.int64)
+    label[:, :4, :4], label[:, 4:, :4], label[0, :, 4:] = 1, 2, 3
+    colours = {1: (0.9, 0.1, 0.1), 2: (0.1, 0.8, 0.2), 3: (0.5, 0.5, 0.5)}
+    for value, colour in colours.items():
+        real.permute(0, 2, 3, 1)[label == value] = torch.tensor(colour)
+    swapped = real.clone()
+    swapped.permute(0, 2, 3, 1)[label == 1] = torch.tensor(colours[2])
+    swapped.permute(0, 2, 3, 1)[label == 2] = torch.tensor(colours[1])
+    matrix = colour_error_matrix(swapped, real, label, 4)
+    assert matrix.shape == (5, 5) and matrix.dtype == torch.float32
+    torch.testing.assert_close(matrix.diagonal(), colour_error_by_label(swapped, real, label, 4), equal_nan=True)
+    assert matrix[1, 2] == pytest.approx(0.0, abs=1e-6) and matrix[2, 1] == pytest.approx(0.0, abs=1e-6)
+    assert matrix[1, 1] == pytest.approx((0.8 + 0.7 + 0.1) / 3, abs=1e-6)
+    assert matrix[3, 1] == pytest.approx((0.4 + 0.4 + 0.4) / 3, abs=1e-6)  # frame 0 only: the frames showing both
+    assert matrix[4].isnan().all() and matrix[:, 4].isnan().all()
 
 
 def test_contrast_by_label_sees_an_object_fade_into_its_surroundings():

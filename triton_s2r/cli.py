@@ -75,7 +75,8 @@ def _eval(args: argparse.Namespace) -> int:
                       texture_resolution=args.texture_resolution)
     out = write_metrics(result, args.out)
     shown = ("psnr", "psnr_masked", "ssim", "haarpsi", "haarpsi_masked", "colour_error_masked",
-             "contrast_ratio_masked", "texture_psnr", "texture_psnr_constant", "real_label_iou_masked",
+             "colour_error_assigned_masked", "contrast_ratio_masked", "texture_psnr", "texture_psnr_constant",
+             "real_label_iou_masked",
              "surface_consistency", "surface_consistency_real", "warp_error", "warp_error_real")
     print("  ".join(f"{k}={result[k]:.4f}" for k in shown if result[k] is not None))
     print(f"wrote {out.resolve()} ({result['n_frames']} paired frames, {result['n_sequences']} sequences, "
@@ -260,7 +261,10 @@ def _add_eval_command(sub: argparse._SubParsersAction) -> None:
         "ssim, haarpsi (whole frames, higher is better; HaarPSI is a perceptual similarity in (0, 1] that blur "
         "lowers), psnr_masked, ssim_masked, haarpsi_masked (objects and robot only), psnr_by_label (void and each "
         "label), colour_error_by_label and colour_error_masked (each label's mean colour against the real "
-        "frame's: wrong colours rather than blur; lower is better), contrast_ratio_by_label and "
+        "frame's: wrong colours rather than blur; lower is better), colour_error_assigned_by_label and "
+        "colour_error_assigned_masked (the same with labels of one shape, listed under interchangeable_labels, "
+        "matched to the real labels of their group that fit best, in colour_assignment: unpaired training cannot "
+        "know which copy is which), contrast_ratio_by_label and "
         "contrast_ratio_masked (how much each label stands out from its surroundings, translation over real "
         "frame: near 0 where objects fade from view; near 1 is best), surface_consistency, warp_error and "
         "warp_error_by_label (lower is better; the _real variants give "

@@ -231,7 +231,7 @@ class TritonDataModule(pl.LightningDataModule):
         if self.dataset is None:
             return self.labels, None, None, None
         split = "test" if "test" in self.dataset.splits else "train_sim"
-        return (self.labels, self.dataset.resolution, self.dataset.root / self.dataset.manifest["scene"],
+        return (self.labels, self.dataset.resolution, self.dataset.scene_file,
                 self.dataset.states(split).object_poses[0])
 
     @property
@@ -245,7 +245,7 @@ class TritonDataModule(pl.LightningDataModule):
         """Baked scene and the split's states, for rendering in the loop."""
         if self.dataset is None:
             raise RuntimeError("scene_and_states() needs a benchmark dataset (data.root)")
-        return load_scene(self.dataset.root / self.dataset.manifest["scene"]), self.dataset.states(split)
+        return load_scene(self.dataset.scene_file), self.dataset.states(split)
 
     def train_dataset(self) -> UnpairedDataset | PairedDataset:
         """The training set before sampling: unpaired sim items and photos, or aligned pairs when ``paired``.

@@ -297,6 +297,14 @@ class BenchmarkDataset:
                         f"{missing[0]}); rerun `triton-s2r make-dataset` with the same arguments to finish it"
                     )
 
+    @property
+    def scene_file(self) -> Path:
+        """The scene file of the baked meshes and labels (``assets/scene.yaml`` in a built benchmark)."""
+        if "scene" not in self.manifest:
+            raise DatasetError(f"{self.root / 'dataset.yaml'} names no scene file (key `scene`); rebuild the dataset "
+                               f"(`triton-s2r make-dataset --out {self.root} --rebuild` with its arguments)")
+        return self.root / self.manifest["scene"]
+
     def uvl_frames(self, split: str) -> UVLFrames:
         """The UVL frames of ``split``, at the dataset's resolution."""
         return UVLFrames(self.root / split / "uvl", self.labels, size=self.resolution)

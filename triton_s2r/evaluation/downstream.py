@@ -83,7 +83,7 @@ class PoseTargets:
 
 def object_indices(dataset: BenchmarkDataset) -> list[int]:
     """Positions in ``states.npz``'s objects of the movable objects: neither the table nor robot links."""
-    spec = yaml.safe_load((dataset.root / dataset.manifest["scene"]).read_text())
+    spec = yaml.safe_load(dataset.scene_file.read_text())
     return [i for i, entry in enumerate(spec["objects"])
             if entry["label"] != "table" and not entry["label"].startswith("robot")]
 

@@ -13,7 +13,10 @@ label (``psnr_by_label``, void included: where fidelity is won or lost), and Haa
 and objects and robot only (``haarpsi_masked``: outside the mask the frame is replaced by the real one and the
 pooling counts mask pixels only). Colour error (``colour_error_by_label``, ``colour_error_masked`` over objects
 and robot): how far each label's mean colour is from the real one's, which tells a wrong colour from a blurred
-or misplaced pattern. Contrast ratio (``contrast_ratio_by_label``, ``contrast_ratio_masked``): how much each
+or misplaced pattern; ``colour_error_assigned_by_label`` and ``colour_error_assigned_masked`` score it with the labels
+whose objects are copies of one shape (``interchangeable_labels``, from the dataset's scene) matched to the real
+labels of their group that fit best (``colour_assignment``), since unpaired training cannot know which copy is
+which. Contrast ratio (``contrast_ratio_by_label``, ``contrast_ratio_masked``): how much each
 label stands out from its surroundings in the translation, as a fraction of how much it does in the real frame;
 near 0 where objects fade into what is around them, which neither PSNR nor colour error shows.
 Consistency on every video sequence: surface consistency (per-texel colour spread across the frames that
@@ -43,6 +46,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
+from scipy.optimize import linear_sum_assignment
 from torch import Tensor
 from tqdm import tqdm
 
@@ -50,6 +54,7 @@ from triton_s2r.data.datasets import PHOTO_SUFFIXES, BenchmarkDataset, DatasetEr
 from triton_s2r.evaluation import metrics, texture_recovery
 from triton_s2r.inference.translator import Translator
 from triton_s2r.render.gbuffer import GBuffer
+from triton_s2r.render.scene import load_scene
 from triton_s2r.runs.run_dir import CONFIG, RunDir
 from triton_s2r.utils.files import atomic_write
 
@@ -165,6 +170,27 @@ def _per_label(values: Tensor, names: list[str], exclude: list[int], key: str) -
     return {f"{key}_by_label": by_label, f"{key}_masked": sum(shown) / len(shown) if shown else None}
 
 
+def _colour_errors(matrix: Tensor, groups: list[tuple[int, ...]], names: list[str], exclude: list[int]) -> dict:
+    """``colour_error_*`` and, where copies of one shape are open to any assignment, ``colour_error_assigned_*``.
+
+    ``matrix``: (K + 1, K + 1) from ``metrics.colour_error_matrix``; ``groups``: label ids of interchangeable
+    labels (``Scene.interchangeable_labels``). The assigned error matches each group's labels one to one with
+    the group's real labels so that their summed error is least (Hungarian method); other labels keep their own.
+    """
+    assigned = matrix.diagonal().clone()
+    assignment: dict[str, str] = {}
+    for group in groups:
+        shown = [i for i in group if not matrix[i, i].isnan()]
+        cost = matrix[shown][:, shown].nan_to_num(nan=1.0)  # no frame shows both: the largest error counts
+        for row, column in zip(*linear_sum_assignment(cost.numpy()), strict=True):
+            assigned[shown[row]] = matrix[shown[row], shown[column]]
+            assignment[names[shown[row]]] = names[shown[column]]
+    return {**_per_label(matrix.diagonal(), names, exclude, "colour_error"),
+            **_per_label(assigned, names, exclude, "colour_error_assigned"),
+            "colour_assignment": assignment,
+            "interchangeable_labels": [[names[i] for i in group] for group in groups]}
+
+
 def _named(values: Tensor, names: Sequence[str]) -> dict[str, float | None]:
     """Per name, the value of the same index in (N,) ``values``; None where it is NaN."""
     return {name: None if value.isnan() else float(value) for name, value in zip(names, values, strict=True)}
@@ -266,6 +292,7 @@ def evaluate(
         frame_source = folder_frames(source, dataset)
     exclude = [dataset.labels.id_of("table")] if "table" in dataset.labels.names else []
 
+    interchangeable = load_scene(dataset.scene_file).interchangeable_labels()
     translation, gbuffer, real = _load_split(frame_source, dataset, split, batch_size, progress)
     objects = metrics.object_mask(gbuffer.label, exclude=exclude)
     keep = objects.flatten(1).any(1)  # frames with no object pixel have no masked score
@@ -278,8 +305,8 @@ def evaluate(
         "haarpsi": _haarpsi(translation, real),
         "haarpsi_masked": _haarpsi(translation[keep], real[keep], objects[keep]),
         "psnr_by_label": _psnr_by_label(translation, real, gbuffer.label, label_names),
-        **_per_label(metrics.colour_error_by_label(translation, real, gbuffer.label, len(label_names) - 1),
-                     label_names, exclude, "colour_error"),
+        **_colour_errors(metrics.colour_error_matrix(translation, real, gbuffer.label, len(label_names) - 1),
+                         interchangeable, label_names, exclude),
         **_per_label(metrics.contrast_by_label(translation, gbuffer.label, len(label_names) - 1)
                      / metrics.contrast_by_label(real, gbuffer.label, len(label_names) - 1),
                      label_names, exclude, "contrast_ratio"),

@@ -291,8 +291,29 @@ def colour_error_by_label(pred: Tensor, target: Tensor, label: Tensor, num_label
     Returns:
         (K + 1,) float32 in [0, 1], entry l for label id l (entry 0: void); NaN where no frame shows l.
     """
+    return colour_error_matrix(pred, target, label, num_labels).diagonal()
+
+
+def colour_error_matrix(pred: Tensor, target: Tensor, label: Tensor, num_labels: int) -> Tensor:
+    """Each label's mean colour in ``pred`` against every label's real mean colour: whose colour a label took.
+
+    Entry (i, j) is ``colour_error_by_label``'s error with label i's pixels of ``pred`` compared with label j's
+    pixels of ``target``, averaged over the frames that show both; its diagonal is ``colour_error_by_label``.
+    Where labels cannot be told apart without the pairing (copies of one shape), the best assignment over this
+    matrix scores the translation's colours up to which copy carries which.
+
+    Args:
+        pred: (B, C, H, W) float in [0, 1], e.g. translated frames.
+        target: (B, C, H, W) float in [0, 1], the paired real photos.
+        label: (B, H, W) int64 label ids, 0 = void, 1..K.
+        num_labels: K; labels above K are an error.
+
+    Returns:
+        (K + 1, K + 1) float32 in [0, 1], rows the labels of ``pred``, columns those of ``target``; NaN where no
+        frame shows both.
+    """
     _check_pair(pred, target, None)
-    _check_label_map(pred, label, num_labels, "colour_error_by_label")
+    _check_label_map(pred, label, num_labels, "colour_error_matrix")
     batch, channels = pred.shape[:2]
     index = label.flatten(1)  # (B, N)
     counts = torch.zeros(batch, num_labels + 1, dtype=torch.float64, device=pred.device)
@@ -303,9 +324,11 @@ def colour_error_by_label(pred: Tensor, target: Tensor, label: Tensor, num_label
         sums.scatter_add_(1, index.unsqueeze(-1).expand(-1, -1, channels), images.flatten(2).transpose(1, 2).double())
         return sums / counts.unsqueeze(-1)
 
-    difference = (label_means(pred) - label_means(target)).abs().mean(-1)  # (B, K + 1)
-    shown = counts > 0
-    return (difference.nan_to_num().sum(0) / shown.sum(0)).float()  # 0 / 0 = NaN where no frame shows a label
+    # (B, K + 1, K + 1): pred's label i against target's label j in each frame
+    difference = (label_means(pred).unsqueeze(2) - label_means(target).unsqueeze(1)).abs().mean(-1)
+    shown = (counts > 0).double()
+    both = shown.unsqueeze(2) * shown.unsqueeze(1)
+    return (difference.nan_to_num().sum(0) / both.sum(0)).float()  # 0 / 0 = NaN where no frame shows both
 
 
 def contrast_by_label(images: Tensor, label: Tensor, num_labels: int, ring: int = 3) -> Tensor:

@@ -160,7 +160,7 @@ def _states_source(
     if scene is not None:
         scene_obj = load_scene(scene)
     elif dataset is not None:
-        scene_obj = load_scene(dataset.root / dataset.manifest["scene"])
+        scene_obj = load_scene(dataset.scene_file)
     else:
         scene_obj = translator.scene()
     _check_labels(scene_obj.labels, translator, path)

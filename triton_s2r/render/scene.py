@@ -184,6 +184,25 @@ class Scene:
             self._merged.update(merged)
         return self._merged
 
+    def interchangeable_labels(self) -> list[tuple[int, ...]]:
+        """Groups of label ids whose objects are copies of one shape: unpaired frames cannot tell them apart.
+
+        A label's shape is the meshes of its objects (positions and triangles in their own frames, compared
+        exactly); labels of equal shape form a group. Which of them carries which real appearance is then not in
+        unpaired data (docs/evaluation.md, "What unpaired training cannot know").
+
+        Returns:
+            The groups of two or more label ids, each ascending, in order of their first id.
+        """
+        shapes: dict[int, list[bytes]] = {}
+        for obj in self.objects:
+            m = obj.mesh
+            shapes.setdefault(obj.label, []).append(m.v_pos.numpy().tobytes() + b"|" + m.t_pos_idx.numpy().tobytes())
+        groups: dict[tuple[bytes, ...], list[int]] = {}
+        for label in sorted(shapes):
+            groups.setdefault(tuple(sorted(shapes[label])), []).append(label)
+        return [tuple(g) for g in groups.values() if len(g) > 1]
+
 
 @dataclass(frozen=True)
 class FrameState:
