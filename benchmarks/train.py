@@ -34,6 +34,7 @@ from hydra import compose, initialize_config_module
 
 from benchmarks.report import machine, write_section
 from triton_s2r.train import build
+from triton_s2r.training.ddp import DDPStrategy
 
 PROFILED_STEPS = 5
 
@@ -191,7 +192,7 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
     datamodule, system = build(cfg)
     timer = StepTimer(warmup, profile)
     syncs = SyncFinder(warmup + 1 + PROFILED_STEPS) if profile else None  # after the profiled steps
-    strategy = "ddp_find_unused_parameters_true" if devices > 1 else "auto"
+    strategy = DDPStrategy(find_unused_parameters=True) if devices > 1 else "auto"  # trainer=ddp's
     callbacks: list[pl.Callback] = [timer, *([syncs] if syncs else [])]
     # precision: one of Lightning's precision names, checked by the Trainer (its type is a Literal).
     trainer = pl.Trainer(accelerator="gpu", devices=devices, strategy=strategy, precision=precision, max_epochs=1,  # pyright: ignore[reportArgumentType]

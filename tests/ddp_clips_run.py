@@ -40,6 +40,8 @@ def train_and_check(data: str, out: Path, *overrides: str) -> None:
     run = subprocess.run([sys.executable, __file__, data, str(out), *overrides], capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
+    # DDP built on the training stream (training/ddp.py DDPStrategy): no gradient crosses to a side stream.
+    assert "AccumulateGrad node's stream does not match" not in run.stderr
     ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
     for record in ranks:
         sim = record["sim"]

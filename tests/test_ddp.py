@@ -1,4 +1,4 @@
-"""DDP for the two GAN phases (triton_s2r/training/ddp.py): the communication hook and the SIGTERM check.
+"""DDP for the two GAN phases (triton_s2r/training/ddp.py): the strategy, the communication hook and the SIGTERM check.
 
 The two-process runs (test_training.py on gloo CPU processes, slow tier; test_training_gpu.py on two GPUs) check
 that the ranks end with equal weights; this checks which buckets the hook sends.
@@ -6,12 +6,25 @@ that the ranks end with equal weights; this checks which buckets the hook sends.
 
 from __future__ import annotations
 
+import inspect
 from types import SimpleNamespace
 
+import pytorch_lightning as pl
 import torch
+from hydra import compose, initialize_config_module
+from hydra.utils import instantiate
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-from triton_s2r.training.ddp import PhaseGradients, check_sigterm_every
+from triton_s2r.training.ddp import DDPStrategy, PhaseGradients, check_sigterm_every
+
+
+def test_trainer_ddp_wraps_the_model_on_the_training_stream() -> None:
+    with initialize_config_module("triton_s2r.conf", version_base="1.3"):
+        cfg = compose("train", overrides=["trainer=ddp"])
+    strategy = instantiate(cfg.trainer.strategy)
+    assert isinstance(strategy, DDPStrategy) and strategy._ddp_kwargs == {"find_unused_parameters": True}
+    # The override replaces the method that Lightning calls to wrap the model (a private one, hence this guard).
+    assert "self._setup_model(" in inspect.getsource(pl.strategies.DDPStrategy.configure_ddp)
 
 
 class _Bucket:

@@ -6,7 +6,8 @@ send buckets of zeros, half of the traffic. ``PhaseGradients`` is a DDP communic
 (``DistributedDataParallel.register_comm_hook``) that averages a bucket only when it holds a parameter of the
 optimizer about to step and hands the others back unchanged. Those are never read: each phase's optimizer clears
 its own gradients before its backward pass. ``check_sigterm_every`` keeps Lightning from making the host wait
-for the GPU at every batch. docs/training.md, "Several GPUs and nodes".
+for the GPU at every batch. ``DDPStrategy`` builds DDP on the stream that trains. docs/training.md, "Several GPUs
+and nodes".
 """
 
 # No ``from __future__ import annotations``: DDP checks the hook's annotations as objects, not strings.
@@ -16,8 +17,24 @@ from collections.abc import Iterable
 import pytorch_lightning as pl
 import torch
 import torch.distributed as dist
+from pytorch_lightning import strategies
 from torch import Tensor
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.nn.parallel import DistributedDataParallel
+
+
+class DDPStrategy(strategies.DDPStrategy):
+    """Lightning's DDP strategy, with the model wrapped on the current CUDA stream (the one training runs on).
+
+    Lightning 2.6 builds ``DistributedDataParallel`` under a new side stream. DDP keeps the gradient accumulators of
+    every parameter, made there, so each backward pass then hands every gradient from the training stream to that
+    side stream (PyTorch warns: "The AccumulateGrad node's stream does not match the stream of the node that
+    produced the incoming gradient"; Lightning issue #21567, fixed after 2.6). The side stream only matters for
+    capturing a whole step in one CUDA graph, which training does not do.
+    """
+
+    def _setup_model(self, model: torch.nn.Module) -> DistributedDataParallel:
+        return DistributedDataParallel(module=model, device_ids=self.determine_ddp_device_ids(), **self._ddp_kwargs)
 
 
 class PhaseGradients:
