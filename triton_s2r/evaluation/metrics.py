@@ -300,13 +300,7 @@ def colour_error_matrix(pred: Tensor, target: Tensor, label: Tensor, num_labels:
     Entry (i, j) is ``colour_error_by_label``'s error with label i's pixels of ``pred`` compared with label j's
     pixels of ``target``, averaged over the frames that show both; its diagonal is ``colour_error_by_label``.
     Where labels cannot be told apart without the pairing (copies of one shape), the best assignment over this
-    matrix scores the translation's colours up to which copy carries which.
-
-    Args:
-        pred: (B, C, H, W) float in [0, 1], e.g. translated frames.
-        target: (B, C, H, W) float in [0, 1], the paired real photos.
-        label: (B, H, W) int64 label ids, 0 = void, 1..K.
-        num_labels: K; labels above K are an error.
+    matrix scores the translation's colours up to which copy carries which. Arguments as ``colour_error_by_label``.
 
     Returns:
         (K + 1, K + 1) float32 in [0, 1], rows the labels of ``pred``, columns those of ``target``; NaN where no
