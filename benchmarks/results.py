@@ -60,8 +60,9 @@ METHODS = {  # method -> extra overrides
     "cyclegan": ["experiment=cyclegan"],
     "shaded": ["experiment=shaded"],
 }
-COLUMNS = ("psnr", "psnr_masked", "ssim", "haarpsi", "haarpsi_masked", "colour_error_masked", "contrast_ratio_masked",
-           "texture_psnr", "real_label_iou_masked", "surface_consistency", "warp_error")
+COLUMNS = ("psnr", "psnr_masked", "ssim", "haarpsi", "haarpsi_masked", "colour_error_masked",
+           "colour_error_assigned_masked", "contrast_ratio_masked", "texture_psnr", "real_label_iou_masked",
+           "surface_consistency", "warp_error")
 #: ``triton-s2r downstream`` measures (``--downstream``): a pose regressor trained on each run's translations,
 #: tested on new states and on the real frames of the states it was trained on (the domain gap alone).
 DOWNSTREAM_COLUMNS = ("joint_error_deg", "joint_error_deg_train_states", "object_position_error_cm")
