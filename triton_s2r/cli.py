@@ -76,8 +76,8 @@ def _eval(args: argparse.Namespace) -> int:
     out = write_metrics(result, args.out)
     shown = ("psnr", "psnr_masked", "ssim", "haarpsi", "haarpsi_masked", "colour_error_masked",
              "colour_error_assigned_masked", "contrast_ratio_masked", "texture_psnr", "texture_psnr_constant",
-             "real_label_iou_masked",
-             "surface_consistency", "surface_consistency_real", "warp_error", "warp_error_real")
+             "real_label_iou_masked", "surface_consistency", "surface_consistency_real", "warp_error",
+             "warp_error_real")
     print("  ".join(f"{k}={result[k]:.4f}" for k in shown if result[k] is not None))
     print(f"wrote {out.resolve()} ({result['n_frames']} paired frames, {result['n_sequences']} sequences, "
           f"from a {result['source']} folder)")
