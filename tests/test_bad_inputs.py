@@ -258,6 +258,13 @@ def test_bad_manifest_names_dataset_yaml_and_the_problem(tmp_path, text, message
         BenchmarkDataset.open(tmp_path, check_files=False)
 
 
+def test_manifest_without_scene_file_is_named_where_the_scene_is_needed(tmp_path) -> None:
+    (tmp_path / "dataset.yaml").write_text(yaml.safe_dump(MANIFEST))  # valid, but names no scene file
+    dataset = BenchmarkDataset.open(tmp_path, check_files=False)
+    with pytest.raises(DatasetError, match=r"dataset\.yaml names no scene file \(key `scene`\); rebuild"):
+        _ = dataset.scene_file
+
+
 # --- make-dataset into a folder built with other arguments -----------------------------------------------------
 
 ARGS = ["--preset", "tiny", "--frames", "4", "--resolution", "32", "--seed", "3", "--backend", "embree", "--no-real"]
