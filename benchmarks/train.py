@@ -31,10 +31,10 @@ import warnings
 import pytorch_lightning as pl
 import torch
 from hydra import compose, initialize_config_module
+from hydra.utils import instantiate
 
 from benchmarks.report import machine, write_section
 from triton_s2r.train import build
-from triton_s2r.training.ddp import DDPStrategy
 
 PROFILED_STEPS = 5
 
@@ -185,14 +185,14 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
         "system.resolution_schedule=[[0,256]]", "system.preview_every_n_batches=100000", "data.val_frames=0",
         f"system.compile={str(compile_).lower()}", "system.compile_mode=default", "logger=none",
         "loss.surface_losses_from=0",  # time the full step, every loss term included
-        "hydra.run.dir=/tmp/bench_train", *extra,
+        "hydra.run.dir=/tmp/bench_train", *(["trainer=ddp"] if devices > 1 else []), *extra,
     ]
     with initialize_config_module("triton_s2r.conf", version_base="1.3"):
         cfg = compose("train", overrides=overrides)
     datamodule, system = build(cfg)
     timer = StepTimer(warmup, profile)
     syncs = SyncFinder(warmup + 1 + PROFILED_STEPS) if profile else None  # after the profiled steps
-    strategy = DDPStrategy(find_unused_parameters=True) if devices > 1 else "auto"  # trainer=ddp's
+    strategy = instantiate(cfg.trainer.strategy) if devices > 1 else "auto"  # the strategy trainer=ddp trains with
     callbacks: list[pl.Callback] = [timer, *([syncs] if syncs else [])]
     # precision: one of Lightning's precision names, checked by the Trainer (its type is a Literal).
     trainer = pl.Trainer(accelerator="gpu", devices=devices, strategy=strategy, precision=precision, max_epochs=1,  # pyright: ignore[reportArgumentType]
