@@ -194,11 +194,11 @@ class Scene:
         Returns:
             The groups of two or more label ids, each ascending, in order of their first id.
         """
-        shapes: dict[int, list[bytes]] = {}
+        shapes: dict[int, list[tuple[bytes, bytes]]] = {}
         for obj in self.objects:
-            m = obj.mesh
-            shapes.setdefault(obj.label, []).append(m.v_pos.numpy().tobytes() + b"|" + m.t_pos_idx.numpy().tobytes())
-        groups: dict[tuple[bytes, ...], list[int]] = {}
+            shapes.setdefault(obj.label, []).append((obj.mesh.v_pos.numpy().tobytes(),
+                                                     obj.mesh.t_pos_idx.numpy().tobytes()))
+        groups: dict[tuple[tuple[bytes, bytes], ...], list[int]] = {}
         for label in sorted(shapes):
             groups.setdefault(tuple(sorted(shapes[label])), []).append(label)
         return [tuple(g) for g in groups.values() if len(g) > 1]

@@ -29,7 +29,7 @@ class DDPStrategy(strategies.DDPStrategy):
     Lightning 2.6 builds ``DistributedDataParallel`` under a new side stream. DDP keeps the gradient accumulators of
     every parameter, made there, so each backward pass then hands every gradient from the training stream to that
     side stream (PyTorch warns: "The AccumulateGrad node's stream does not match the stream of the node that
-    produced the incoming gradient"; Lightning issue #21567, fixed after 2.6). The side stream only matters for
+    produced the incoming gradient"; Lightning issue #21567, still so in 2.6.6). The side stream only matters for
     capturing a whole step in one CUDA graph, which training does not do.
     """
 
