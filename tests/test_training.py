@@ -193,6 +193,19 @@ def test_surface_losses_join_after_the_configured_batches(data_root, tmp_path) -
         assert [bool(row[term]) for row in batches] == [False, False, True]
 
 
+def test_training_metrics_are_logged_in_the_batches_the_loggers_write(data_root, tmp_path) -> None:
+    """Every ``log_every_n_steps``-th batch carries every train metric; the batches between log nothing."""
+    run_dir = run(tmp_path, "every2", data_root, "logger=csv", "trainer.max_epochs=1", "data.steps_per_epoch=4",
+                  "trainer.log_every_n_steps=2")
+    metrics = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()
+    header = metrics[0].split(",")
+    rows = [dict(zip(header, row.split(","), strict=True)) for row in metrics[1:]]
+    train = [row for row in rows if row["train/loss_g"]]
+    assert [int(row["step"]) for row in train] == [1, 3]  # batches 2 and 4
+    for name in ("train/adversarial", "train/loss_d", "train/resolution", "train/nonfinite_steps"):
+        assert all(row[name] for row in train), name
+
+
 def test_a_missing_benchmark_is_built_by_the_builder_handed_over(tmp_path) -> None:
     """``triton-s2r train`` hands ``make_dataset`` over; the data wing never imports the generator itself."""
     calls = []

@@ -29,7 +29,7 @@ from torch.optim.swa_utils import get_ema_multi_avg_fn
 from triton_s2r.inference.video import to_uint8
 from triton_s2r.models.triton import to_unit
 from triton_s2r.runs.run_dir import RunDir
-from triton_s2r.training.step import SteppedSystem
+from triton_s2r.training.step import SteppedSystem, logging_batch
 
 #: Batches between reads of the non-finite step counters (each read waits for the GPU).
 NONFINITE_CHECK_EVERY = 10
@@ -99,7 +99,8 @@ class NonFiniteGuard(pl.Callback):
         counts[1] = (counts[1] + 1) * step.skipped
         counts[0] += step.skipped
         self._last_losses = step.losses
-        pl_module.log("train/nonfinite_steps", counts[0].float())
+        if logging_batch(trainer):
+            pl_module.log("train/nonfinite_steps", counts[0].float())
         if pl_module.batches_trained % NONFINITE_CHECK_EVERY == 0:
             self._check(pl_module.batches_trained)
 

@@ -1,7 +1,7 @@
 """The data of one training step and what the callbacks see of it.
 
 ``Forward``: what the step computes; ``StepResult``: what it leaves the callbacks; ``SteppedSystem``: what the
-callbacks read from the system.
+callbacks read from the system; ``logging_batch``: whether the loggers write this batch's metrics.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from torch import Tensor
 
 if TYPE_CHECKING:
+    import pytorch_lightning as pl
     from pytorch_lightning.loggers import Logger
 
     from triton_s2r.models.triton import TritonModel
@@ -83,3 +84,14 @@ class SteppedSystem(Protocol):
     def log(self, name: str, value: Any) -> None:
         """Log a metric (``LightningModule.log``)."""
         ...
+
+
+def logging_batch(trainer: pl.Trainer) -> bool:
+    """Whether the loggers will write the metrics logged in this training batch (every ``log_every_n_steps``).
+
+    Lightning keeps only those: a metric logged in another batch is overwritten unseen, and each ``log`` call costs
+    the host about half a millisecond (copies and checks of the value), which a compiled step, bound by the host,
+    pays in full. Lightning's own monitors (``LearningRateMonitor``, ``DeviceStatsMonitor``) ask the same question;
+    there is no public API for it.
+    """
+    return trainer._logger_connector.should_update_logs

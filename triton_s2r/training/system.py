@@ -53,7 +53,7 @@ from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import FrameState
 from triton_s2r.training.callbacks import NonFiniteGuard, Previews, RandomStates, WeightAverage
 from triton_s2r.training.ddp import PhaseGradients, check_sigterm_every
-from triton_s2r.training.step import Forward, StepResult
+from triton_s2r.training.step import Forward, StepResult, logging_batch
 
 if TYPE_CHECKING:
     from pytorch_lightning.utilities.parsing import AttributeDict
@@ -300,12 +300,12 @@ class TritonSystem(pl.LightningModule):
         self.batches_done += 1
         for scheduler in self._schedulers():
             scheduler.step()
-        self.log_dict({f"train/{name}": value.detach() for name, value in terms.items()}, prog_bar=False)
         # Not prog_bar=True: Lightning reads progress-bar metrics back at every batch, a wait for the GPU.
         # ``progress`` is shown by triton_s2r.train.ProgressBar, which reads it only when it refreshes.
         self.progress = {"loss_g": loss_g.detach(), "loss_d": loss_d.detach()}
-        self.log_dict({f"train/{name}": value for name, value in self.progress.items()})
-        self.log("train/resolution", self._short_side_tensor())
+        if logging_batch(self.trainer):
+            self.log_dict({f"train/{name}": value.detach() for name, value in {**terms, **self.progress}.items()})
+            self.log("train/resolution", self._short_side_tensor())
         losses = {name: value.detach() for name, value in {**terms, "discriminator": loss_d}.items()}
         self.last_step = StepResult(forward=out, losses=losses, skipped=skipped_d | skipped_g)
 
