@@ -208,9 +208,11 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
     flops = step_flops(system.cuda(), datamodule) if not compile_ and devices == 1 else float("nan")
     if compile_:  # Dynamo's own timers (no public API): graphs compiled and seconds in the compiler
         times = torch._dynamo.utils.compilation_time_metrics
+        cudagraphs = {k: v for k, v in torch._dynamo.utils.counters["inductor"].items() if "cudagraph" in k}
         print(f"compiled graphs: {len(times.get('_compile.compile_inner', []))}, Dynamo + AOT + Inductor "
               f"{sum(times.get('_compile.compile_inner', [])):.0f} s forward, "
-              f"{sum(times.get('compile_fx.<locals>.bw_compiler', [])):.0f} s backward", flush=True)
+              f"{sum(times.get('compile_fx.<locals>.bw_compiler', [])):.0f} s backward; "
+              f"CUDA-graph counters {cudagraphs or 'none'}", flush=True)
     return {"its": 1 / step, "ms": step * 1e3, "peak_gib": timer.peak_bytes / 2**30,
             "tflop": flops / 1e12, "warmup_s": timer.warmup_seconds, "first_s": timer.first_step_seconds}
 
