@@ -527,6 +527,38 @@ def test_r1_penalty_takes_the_eager_forward_of_a_compiled_discriminator(scope: s
     assert all(g is not None and torch.isfinite(g).all() for g in grads) and any(g.abs().sum() > 0 for g in grads)
 
 
+def test_with_cuda_graphs_an_r1_batch_calls_the_compiled_discriminator_as_other_batches() -> None:
+    """CUDA graphs replay a fixed sequence of compiled calls: R1 batches add their eager forward, skip nothing.
+
+    A counting backend stands in for Inductor (it runs Dynamo's graph as is, so R1's double backward works).
+    Without CUDA graphs the R1 forward also serves the adversarial term (one compiled call fewer); the loss is
+    the same either way.
+    """
+    calls: list[int] = []
+
+    def counting(graph, example_inputs):
+        def run(*args):
+            calls.append(1)
+            return graph(*args)
+        return run
+
+    system = build_system(composed(["experiment=tiny", "loss.r1_gamma=10", "loss.r1_interval=2"]))
+    discriminator = system.discriminator_real
+    discriminator.compile(backend=counting, dynamic=False)
+    torch.manual_seed(0)
+    real, fake = torch.rand(2, 3, 48, 48), torch.rand(2, 3, 48, 48)
+    losses, counts = {}, {}
+    for cuda_graphs in (False, True):
+        system._cuda_graphs = cuda_graphs
+        for batch in (0, 1):  # R1, then none
+            system.batches_trained = batch
+            calls.clear()
+            losses[cuda_graphs, batch] = system._discriminator_term(discriminator, real, fake).item()
+            counts[cuda_graphs, batch] = len(calls)
+    assert counts == {(False, 0): 1, (False, 1): 2, (True, 0): 2, (True, 1): 2}
+    assert losses[True, 0] == pytest.approx(losses[False, 0], rel=1e-6) and losses[True, 0] > losses[True, 1]
+
+
 def test_no_experiment_on_a_cpu_warns_about_the_reference_networks(data_root, tmp_path) -> None:
     out = tmp_path / "paper_on_cpu"  # system.lr=0 stops it right after the warning, before any model is built
     assert main(["train", "logger=none", f"data.root={data_root}", f"hydra.run.dir={out}", "system.lr=0"]) == 2

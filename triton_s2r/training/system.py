@@ -383,13 +383,23 @@ class TritonSystem(pl.LightningModule):
         """
         interval = self.losses.r1_interval
         gamma = self.losses.r1_gamma * interval if self.batches_trained % interval == 0 else 0.0
-        real = real.detach().requires_grad_(gamma > 0)  # a leaf: R1 differentiates D's output by it
         # Discriminators run under autocast; their logits are cast to fp32 for the loss (_logits). R1 differentiates
-        # D twice, which a compiled network cannot: its real images go through D's eager forward.
-        real_logits = self._logits(discriminator, real, eager=gamma > 0)
+        # D twice, which a compiled network cannot: it takes an eager forward of the real images, a leaf that
+        # requires grad. With CUDA graphs the adversarial term still takes the compiled forward, so that an R1 batch
+        # replays the graphs of every other batch (when it skipped that call, each R1 batch cost about 1.5 s of
+        # re-recording, docs/benchmarks.md); otherwise the R1 forward serves both.
+        real = real.detach()
+        r1 = None
+        if gamma > 0:
+            r1_real = real.detach().requires_grad_(True)  # a leaf of its own: the compiled call below sees none
+            r1 = (r1_real, self._logits(discriminator, r1_real, eager=True))
+        real_logits = r1[1] if r1 is not None and not self._cuda_graphs else self._logits(discriminator, real)
         loss = self.loss_weights["adversarial"] * discriminator_adversarial_loss(
             real_logits, self._logits(discriminator, fake.detach()), self.losses.gan_type)
-        return loss + gamma / 2 * r1_penalty(real_logits, real) if gamma > 0 else loss
+        if r1 is None:
+            return loss
+        r1_real, r1_logits = r1
+        return loss + gamma / 2 * r1_penalty(r1_logits, r1_real)
 
     def _optimize(self, optimizer, loss: Tensor) -> Tensor:
         """Backward and optimizer step, skipped on the device when ``loss`` is not finite.
