@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -557,6 +558,10 @@ def test_with_cuda_graphs_an_r1_batch_calls_the_compiled_discriminator_as_other_
             counts[cuda_graphs, batch] = len(calls)
     assert counts == {(False, 0): 1, (False, 1): 2, (True, 0): 2, (True, 1): 2}
     assert losses[True, 0] == pytest.approx(losses[False, 0], rel=1e-6) and losses[True, 0] > losses[True, 1]
+    system.losses = dataclasses.replace(system.losses, r1_interval=1)  # R1 at every batch: one sequence already
+    calls.clear()
+    system._discriminator_term(discriminator, real, fake)
+    assert len(calls) == 1
 
 
 def test_no_experiment_on_a_cpu_warns_about_the_reference_networks(data_root, tmp_path) -> None:

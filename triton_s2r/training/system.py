@@ -385,15 +385,16 @@ class TritonSystem(pl.LightningModule):
         gamma = self.losses.r1_gamma * interval if self.batches_trained % interval == 0 else 0.0
         # Discriminators run under autocast; their logits are cast to fp32 for the loss (_logits). R1 differentiates
         # D twice, which a compiled network cannot: it takes an eager forward of the real images, a leaf that
-        # requires grad. With CUDA graphs the adversarial term still takes the compiled forward, so that an R1 batch
-        # replays the graphs of every other batch (when it skipped that call, each R1 batch cost about 1.5 s of
-        # re-recording, docs/benchmarks.md); otherwise the R1 forward serves both.
+        # requires grad. With CUDA graphs and lazy R1 the adversarial term still takes the compiled forward, so that
+        # an R1 batch replays the graphs of the other batches (when it skipped that call, each R1 batch cost about
+        # 1.5 s, docs/benchmarks.md); otherwise (eager, or R1 at every batch) the R1 forward serves both.
         real = real.detach()
         r1 = None
         if gamma > 0:
             r1_real = real.detach().requires_grad_(True)  # a leaf of its own: the compiled call below sees none
             r1 = (r1_real, self._logits(discriminator, r1_real, eager=True))
-        real_logits = r1[1] if r1 is not None and not self._cuda_graphs else self._logits(discriminator, real)
+        share = r1 is not None and not (self._cuda_graphs and interval > 1)
+        real_logits = r1[1] if r1 is not None and share else self._logits(discriminator, real)
         loss = self.loss_weights["adversarial"] * discriminator_adversarial_loss(
             real_logits, self._logits(discriminator, fake.detach()), self.losses.gan_type)
         if r1 is None:
