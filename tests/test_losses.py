@@ -19,7 +19,7 @@ from triton_s2r.losses import (
     texture_reality_loss,
     texture_reality_target,
 )
-from triton_s2r.losses.reconstruction import MS_SSIM_BETAS
+from triton_s2r.losses.reconstruction import MS_SSIM_BETAS, gaussian_window
 from triton_s2r.models import (
     MultiScaleDiscriminator,
     NeuralTexture,
@@ -204,7 +204,7 @@ def test_ms_ssim_of_identical_images_is_one_and_drops_with_noise(size, channels)
 
 @pytest.mark.parametrize(("size", "channels"), [(256, 6), (64, 8), (40, 3)])
 def test_ms_ssim_equals_torchmetrics_ms_ssim(size, channels):
-    """Built level by level from torchmetrics' SSIM, it equals torchmetrics' MS-SSIM with the same weights."""
+    """Built level by level from the SSIM (banded Gaussian window on the CPU), it equals torchmetrics' MS-SSIM."""
     from torchmetrics.functional.image import multiscale_structural_similarity_index_measure
 
     generator = torch.Generator().manual_seed(size)
@@ -215,6 +215,24 @@ def test_ms_ssim_equals_torchmetrics_ms_ssim(size, channels):
     expected = multiscale_structural_similarity_index_measure(x, y, sigma=1.5, kernel_size=11, data_range=2.0,
                                                               betas=betas, normalize="simple")
     torch.testing.assert_close(ms_ssim(x, y, data_range=2.0), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_gaussian_window_as_banded_products_equals_the_depthwise_convolution():
+    """The two ways of ``gaussian_window`` (CPU: banded products; other devices: convolution), values and gradients."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.rand(3, 4, 37, 29, generator=generator)
+    outputs, gradients = [], []
+    for banded in (True, False):
+        leaf = x.clone().requires_grad_()
+        out = gaussian_window(leaf, banded=banded)
+        (out * torch.linspace(0, 1, out.numel()).view(out.shape)).sum().backward()
+        outputs.append(out)
+        gradients.append(leaf.grad)
+    assert outputs[0].shape == (3, 4, 27, 19)
+    torch.testing.assert_close(outputs[0], outputs[1], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(gradients[0], gradients[1], rtol=1e-5, atol=1e-6)
+    # a constant image stays constant: the window sums to 1
+    torch.testing.assert_close(gaussian_window(torch.full((1, 1, 11, 11), 0.7)), torch.full((1, 1, 1, 1), 0.7))
 
 
 def test_ms_ssim_rejects_images_smaller_than_its_window():
