@@ -389,18 +389,18 @@ class TritonSystem(pl.LightningModule):
         # an R1 batch replays the graphs of the other batches (when it skipped that call, each R1 batch cost about
         # 1.5 s, docs/benchmarks.md); otherwise (eager, or R1 at every batch) the R1 forward serves both.
         real = real.detach()
-        r1 = None
-        if gamma > 0:
-            r1_real = real.detach().requires_grad_(True)  # a leaf of its own: the compiled call below sees none
-            r1 = (r1_real, self._logits(discriminator, r1_real, eager=True))
-        share = r1 is not None and not (self._cuda_graphs and interval > 1)
-        real_logits = r1[1] if r1 is not None and share else self._logits(discriminator, real)
-        loss = self.loss_weights["adversarial"] * discriminator_adversarial_loss(
-            real_logits, self._logits(discriminator, fake.detach()), self.losses.gan_type)
-        if r1 is None:
-            return loss
-        r1_real, r1_logits = r1
-        return loss + gamma / 2 * r1_penalty(r1_logits, r1_real)
+
+        def adversarial(real_logits: list[Tensor]) -> Tensor:
+            return self.loss_weights["adversarial"] * discriminator_adversarial_loss(
+                real_logits, self._logits(discriminator, fake.detach()), self.losses.gan_type)
+
+        if not gamma:
+            return adversarial(self._logits(discriminator, real))
+        r1_real = real.detach().requires_grad_(True)  # a leaf of its own: a compiled call of ``real`` sees none
+        r1_logits = self._logits(discriminator, r1_real, eager=True)
+        replay = self._cuda_graphs and interval > 1
+        return (adversarial(self._logits(discriminator, real) if replay else r1_logits)
+                + gamma / 2 * r1_penalty(r1_logits, r1_real))
 
     def _optimize(self, optimizer, loss: Tensor) -> Tensor:
         """Backward and optimizer step, skipped on the device when ``loss`` is not finite.
