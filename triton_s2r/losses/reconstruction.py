@@ -73,7 +73,7 @@ def gaussian_window(x: Tensor, banded: bool | None = None) -> Tensor:
     Returns:
         (N, C, H - 10, W - 10).
     """
-    n, channels, height, width = x.shape
+    channels, height, width = x.shape[1:]
     offsets = torch.arange(_KERNEL_SIZE, dtype=x.dtype, device=x.device) - _KERNEL_SIZE // 2
     profile = torch.exp(-((offsets / 1.5) ** 2) / 2)
     profile = profile / profile.sum()
