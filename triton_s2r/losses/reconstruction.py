@@ -67,8 +67,8 @@ def gaussian_window(x: Tensor, banded: bool | None = None) -> Tensor:
 
     Args:
         x: (N, C, H, W) float32, H and W >= 11.
-        banded: banded products (True) or the convolution (False); None: banded on the CPU only (other devices
-            keep torchmetrics' convolution, not timed against the products there).
+        banded: banded products (True) or the convolution (False); None: banded on the CPU only (on an H200 the
+            convolution is faster: docs/benchmarks.md).
 
     Returns:
         (N, C, H - 10, W - 10).
