@@ -299,7 +299,8 @@ def scaling(args: argparse.Namespace, extra: tuple[str, ...]) -> None:
         rows.append(f"| {devices} | {args.batches[0]} | {r['its']:.2f} | {images:.1f} | {efficiency} |")
         print(rows[-1], flush=True)
     if int(os.environ.get("LOCAL_RANK", "0")) == 0:
-        table = ("DDP (Lightning, NCCL), the shipped recipe (`experiment=paper`), bf16, eager, renderer in the loop, "
+        step = f"overrides {' '.join(extra)}" if extra else "eager"
+        table = (f"DDP (Lightning, NCCL), the shipped recipe (`experiment=paper`), bf16, {step}, renderer in the loop, "
                  "256x256 crops; surface consistency is computed per rank over its own batch.\n\n" + "\n".join(rows))
         host = f"{max(args.scaling)}x {machine()} (one host)"
         if not args.no_write:
