@@ -206,7 +206,7 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
         print("host waits for the GPU (synchronising calls):", syncs.report() or " none")
     step = timer.seconds / timer.steps
     flops = step_flops(system.cuda(), datamodule) if not compile_ and devices == 1 else float("nan")
-    if compile_:  # Dynamo's own timers (no public API): graphs compiled and seconds in the compiler
+    if compile_ or torch._dynamo.utils.compilation_time_metrics:  # Dynamo's own timers (no public API)
         times = torch._dynamo.utils.compilation_time_metrics
         cudagraphs = {k: v for k, v in torch._dynamo.utils.counters["inductor"].items() if "cudagraph" in k}
         print(f"compiled graphs: {len(times.get('_compile.compile_inner', []))}, Dynamo + AOT + Inductor "
