@@ -37,6 +37,20 @@ def random_crop_offsets(height: int, width: int, crop: int, generator: torch.Gen
     return top, left
 
 
+def random_crop_windows(count: int, height: int, width: int, short_side: int, crop: int,
+                        generator: torch.Generator | None = None) -> tuple[tuple[int, int], Tensor]:
+    """Draw ``count`` crops as ``augment_real`` does: the resized size (H', W') and (count, 2) int64 (top, left)."""
+    size = resize_shorter_side(height, width, short_side)
+    return size, torch.tensor([random_crop_offsets(*size, crop, generator) for _ in range(count)])
+
+
+def crop_photos(images: Tensor, size: tuple[int, int], offsets: Tensor, crop: int) -> Tensor:
+    """Resize photos (bilinear, antialiased) to ``size`` and crop each at its ``offsets`` row: (B, 3, crop, crop)."""
+    resized = _resize_real(images, size)
+    return torch.stack([resized[b, :, top:top + crop, left:left + crop]
+                        for b, (top, left) in enumerate(offsets.tolist())])
+
+
 def _resize_sim(uv: Tensor, label: Tensor, size: tuple[int, int]) -> tuple[Tensor, Tensor]:
     uv = F.interpolate(uv, size=size, mode="nearest")
     return uv, F.interpolate(label[:, None].float(), size=size, mode="nearest")[:, 0].long()

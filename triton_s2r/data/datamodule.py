@@ -80,7 +80,8 @@ class UnpairedDataset(Dataset):
     """Item k pairs sim item ``k // len(real)`` with photo ``k % len(real)``.
 
     The sim item is a dict with ``uv`` (2, H, W) and ``label`` (H, W) for pre-rendered frames, or
-    ``state`` (an index into the states) for rendering in the loop. Photos come in [-1, 1].
+    ``state`` (an index into the states) for rendering in the loop. Photos come in [-1, 1], with ``real_index``,
+    the photo's index (its state, for the ``robot_pairing`` term).
     """
 
     def __init__(self, sim: UVLFrames | int, real: Photos) -> None:
@@ -92,7 +93,7 @@ class UnpairedDataset(Dataset):
 
     def __getitem__(self, k: int) -> dict[str, Tensor]:
         i, j = divmod(k, len(self.real))
-        item = {"real": self.real[j] * 2 - 1}
+        item = {"real": self.real[j] * 2 - 1, "real_index": torch.tensor(j)}
         if isinstance(self.sim, int):
             item["state"] = torch.tensor(i)
         else:
@@ -274,14 +275,13 @@ class TritonDataModule(pl.LightningDataModule):
         return PairedDataset(self.dataset.uvl_frames(split), self.dataset.photos(split), limit)
 
     def transfer_batch_to_device(self, batch: dict[str, Tensor], device, dataloader_idx: int) -> dict:
-        """Everything to the device except the state indices, which select states on the host for rendering.
+        """Everything to the device except the sim state and photo indices, which select states on the host.
 
-        They become a list of ints: DDP's forward moves every tensor argument to its GPU, and bringing indices
+        They become lists of ints: DDP's forward moves every tensor argument to its GPU, and bringing indices
         back from there would make each step wait for the GPU.
         """
-        state = batch.pop("state", None)
-        moved = super().transfer_batch_to_device(batch, device, dataloader_idx)
-        return moved if state is None else {**moved, "state": state.tolist()}
+        indices = {key: batch.pop(key).tolist() for key in ("state", "real_index") if key in batch}
+        return {**super().transfer_batch_to_device(batch, device, dataloader_idx), **indices}
 
     def train_dataloader(self) -> DataLoader:
         """Lightning hook: batches drawn by ``EpochSampler`` (``ClipSampler`` for sim clips), a share per rank."""

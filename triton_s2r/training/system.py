@@ -31,9 +31,9 @@ from triton_s2r.data.augment import (
     augment_real,
     augment_sim,
     check_diff_augment_policy,
+    crop_photos,
     diff_augment,
-    random_crop_offsets,
-    resize_shorter_side,
+    random_crop_windows,
 )
 from triton_s2r.evaluation import metrics
 from triton_s2r.losses import (
@@ -53,13 +53,14 @@ from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import FrameState
 from triton_s2r.training.callbacks import NonFiniteGuard, Previews, RandomStates, WeightAverage
 from triton_s2r.training.ddp import PhaseGradients, check_sigterm_every
+from triton_s2r.training.robot_pairing import RobotViews
 from triton_s2r.training.step import Forward, StepResult, logging_batch
 
 if TYPE_CHECKING:
     from pytorch_lightning.utilities.parsing import AttributeDict
 
 LOSS_TERMS = ("adversarial", "reconstruction", "content", "cycle", "surface_consistency", "surface_chroma_consistency",
-              "texture_reality")
+              "texture_reality", "robot_pairing")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
@@ -103,6 +104,8 @@ class TritonSystem(pl.LightningModule):
             ``"reduce-overhead"`` (CUDA graphs: each compiled piece's kernels replayed as one launch),
             ``"max-autotune"`` (with CUDA graphs) or ``"max-autotune-no-cudagraphs"``.
         preview_every_n_batches: batches between image grids in ``previews/`` and W&B (``Previews``).
+        robot_pairing_labels: the robot's labels, whose pixels the ``robot_pairing`` term compares (used only when
+            its weight is set; docs/method.md §4.7).
     """
 
     loss_terms: tuple[str, ...] = LOSS_TERMS
@@ -137,6 +140,7 @@ class TritonSystem(pl.LightningModule):
         compile: bool = False,
         compile_mode: str = "default",
         preview_every_n_batches: int = 250,
+        robot_pairing_labels: Sequence[str] = ("robot_base", "robot_arm", "robot_hand"),
     ) -> None:
         super().__init__()
         self.losses = losses
@@ -170,6 +174,8 @@ class TritonSystem(pl.LightningModule):
         self.progress: dict[str, Tensor] = {}  # the last batch's losses, on the device
         self._side_tensors: dict[int, Tensor] = {}
         self._render = None  # (scene, states, rasterizer) when the sim domain is rendered in the loop
+        self._robot_views: RobotViews | None = None  # the real frames' robot, with robot_pairing
+        self._robot_view: GBuffer | None = None  # this batch's, drawn with its photo crops
         self._background_labels: list[int] = []
         self._phase_gradients = PhaseGradients()  # under DDP: which gradients the next backward pass averages
         if channels_last:
@@ -229,14 +235,24 @@ class TritonSystem(pl.LightningModule):
         labels = getattr(datamodule, "labels", None)
         # val/psnr_masked scores objects and robot, as eval's psnr_masked: the table is background.
         self._background_labels = [labels.id_of("table")] if labels is not None and "table" in labels.names else []
-        if datamodule is not None and getattr(datamodule, "sim_source", "frames") == "render":
-            from triton_s2r.render.rasterizer import make_rasterizer
+        from triton_s2r.render.rasterizer import make_rasterizer
 
+        # The module is not on its device yet during setup; the strategy knows this rank's GPU.
+        device = self.trainer.strategy.root_device
+        rasterizer = None
+        if datamodule is not None and getattr(datamodule, "sim_source", "frames") == "render":
             scene, states = datamodule.scene_and_states()
-            # The module is not on its device yet during setup; the strategy knows this rank's GPU.
-            device = self.trainer.strategy.root_device
-            self._render = (scene, states, make_rasterizer(self.hparams.render_backend,
-                                                           device if device.type == "cuda" else None))
+            rasterizer = make_rasterizer(self.hparams.render_backend, device if device.type == "cuda" else None)
+            self._render = (scene, states, rasterizer)
+        if self.loss_weights["robot_pairing"]:
+            if datamodule is None or getattr(datamodule, "dataset", None) is None:
+                raise ValueError("loss.loss_weights.robot_pairing needs the real frames' robot states: a benchmark "
+                                 "dataset (data.root) whose train_real split has states.npz; set the weight to 0 to "
+                                 "train on plain folders")
+            scene, states = datamodule.scene_and_states("train_real")
+            rasterizer = rasterizer or make_rasterizer(self.hparams.render_backend,
+                                                       device if device.type == "cuda" else None)
+            self._robot_views = RobotViews.from_states(scene, states, self.hparams.robot_pairing_labels, rasterizer)
 
     def on_fit_start(self) -> None:
         """Lightning hook: under DDP, average only the phase's gradients; check for SIGTERM every few batches."""
@@ -265,9 +281,21 @@ class TritonSystem(pl.LightningModule):
         return self.short_side() + int(torch.randint(0, int(self.short_side() * self.hparams.resize_jitter) + 1, ()))
 
     def _inputs(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, int, Tensor]:
-        """(uv, label, supersample, real) of the batch at the current stage: sim and real cropped independently."""
+        """(uv, label, supersample, real) of the batch at the current stage: sim and real cropped independently.
+
+        With ``robot_pairing`` the photos' crops are drawn here, and each photo's robot is rendered at its crop
+        (``_robot_view``, for ``_generator_terms`` of this batch).
+        """
         uv, label, k = self._sim_batch(batch)
-        return uv, label, k, augment_real(batch["real"], self._jittered_short_side(), self.hparams.crop_size)
+        crop, real = self.hparams.crop_size, batch["real"]
+        if self._robot_views is None:
+            return uv, label, k, augment_real(real, self._jittered_short_side(), crop)
+        height, width = real.shape[-2:]
+        size, offsets = random_crop_windows(real.shape[0], height, width, self._jittered_short_side(), crop)
+        # The photos' indices: a list of ints from the datamodule's transfer hook, as the sim states'.
+        view = self._robot_views.render(cast(list[int], batch["real_index"]), size, offsets, crop)
+        self._robot_view = GBuffer(uv=view.uv.to(self.device), label=view.label.to(self.device))
+        return uv, label, k, crop_photos(real, size, offsets, crop)
 
     def _sim_batch(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, int]:
         """(uv, label, supersample) of the batch at the current stage: crops of frames, or rendered crops."""
@@ -279,8 +307,7 @@ class TritonSystem(pl.LightningModule):
         # The frame indices: a list of ints from the datamodule's transfer hook (no tensor for DDP to move).
         state = states.select(cast(list[int], batch["state"]))
         cam = state.camera
-        size = resize_shorter_side(cam.height, cam.width, self._jittered_short_side())
-        offsets = torch.tensor([random_crop_offsets(*size, crop, None) for _ in range(state.batch_size)])
+        size, offsets = random_crop_windows(state.batch_size, cam.height, cam.width, self._jittered_short_side(), crop)
         camera = cam.resized(*size).cropped(offsets[:, 0], offsets[:, 1], crop, crop)
         k = self.hparams.supersample
         g = rasterizer.render(scene, FrameState(state.object_poses, camera), supersample=k)
@@ -402,6 +429,18 @@ class TritonSystem(pl.LightningModule):
         return (adversarial(self._logits(discriminator, real) if replay else r1_logits)
                 + gamma / 2 * r1_penalty(r1_logits, r1_real))
 
+    def _robot_pairing(self, real: Tensor) -> Tensor:
+        """L1 over the robot's pixels between the photos ``real`` and the translation of their robot's render."""
+        view, views = self._robot_view, self._robot_views
+        assert view is not None and views is not None  # drawn by _inputs when the term has a weight
+        m = self.model
+        sample = m.sample_texture(view.uv, view.label, 1)
+        x_a, _ = m.sim_image(sample)
+        translation, _ = m.decode_real(m.generator_sim.encode(x_a), sample)
+        robot = torch.isin(view.label, views.label_ids.to(view.label.device))
+        with torch.autocast(self.device.type, enabled=False):
+            return reconstruction_loss(translation.float(), real.float(), "l1", mask=robot)
+
     def _optimize(self, optimizer, loss: Tensor) -> Tensor:
         """Backward and optimizer step, skipped on the device when ``loss`` is not finite.
 
@@ -449,6 +488,8 @@ class TritonSystem(pl.LightningModule):
             if w["cycle"]:
                 terms["cycle"] = (omega(m.generator_sim.decode(c_ab), target_a, sim_range)
                                   + omega(m.generator_real.decode(c_ba), real, 2.0))
+        if w["robot_pairing"]:
+            terms["robot_pairing"] = self._robot_pairing(out.real)
         with torch.autocast(self.device.type, enabled=False):
             if w["surface_consistency"] and surface_losses_on:
                 terms["surface_consistency"] = surface_consistency_loss(

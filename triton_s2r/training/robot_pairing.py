@@ -1,0 +1,69 @@
+"""The robot of each real frame, rendered from the frame's logged joint states (docs/method.md §4.7).
+
+A real robot logs its joint angles with every frame and its camera is calibrated, so where the robot stands in a
+real frame is known even though the objects' poses are not. ``RobotViews`` renders, for real frames, the robot's
+links and the scene's static objects (those whose pose is the same in every real state: the table), without the
+objects that move, at the same resize and crop as the photos. The ``robot_pairing`` term then compares the
+translation of that render with the photo over the robot's pixels only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from triton_s2r.render.gbuffer import GBuffer
+from triton_s2r.render.rasterizer import UVLRasterizer
+from triton_s2r.render.scene import FrameState, Scene
+
+
+@dataclass(frozen=True)
+class RobotViews:
+    """Renders of the real frames' robot and static objects.
+
+    Attributes:
+        scene: the scene's robot links (objects of ``label_ids``) and static objects only.
+        states: (N, M, 4, 4) poses of those objects and the cameras of the N real frames.
+        label_ids: (L,) int64 ids of the robot's labels (the pixels the term compares).
+        rasterizer: the backend that renders them.
+    """
+
+    scene: Scene
+    states: FrameState
+    label_ids: Tensor
+    rasterizer: UVLRasterizer
+
+    @classmethod
+    def from_states(cls, scene: Scene, states: FrameState, robot_labels: Sequence[str],
+                    rasterizer: UVLRasterizer) -> RobotViews:
+        """Keep the objects of ``robot_labels`` and those whose pose never changes over ``states``.
+
+        Raises:
+            ValueError: a name of ``robot_labels`` is not a label of the scene, or no object carries one.
+        """
+        missing = [name for name in robot_labels if name not in scene.labels.names]
+        if missing or not robot_labels:
+            raise ValueError(f"system.robot_pairing_labels {list(robot_labels)}: {missing or 'none given'} not among "
+                             f"the scene's labels {list(scene.labels.names)}; list the robot's labels")
+        ids = [scene.labels.id_of(name) for name in robot_labels]
+        poses = states.object_poses
+        static = (poses == poses[:1]).flatten(2).all(-1).all(0)  # (num_objects,)
+        keep = [i for i, obj in enumerate(scene.objects) if obj.label in ids or bool(static[i])]
+        if not any(scene.objects[i].label in ids for i in keep):
+            raise ValueError(f"no object of the scene carries a label of system.robot_pairing_labels "
+                             f"{list(robot_labels)}; list the labels of the robot's links")
+        return cls(Scene(tuple(scene.objects[i] for i in keep), scene.labels),
+                   FrameState(poses[:, keep].contiguous(), states.camera), torch.tensor(ids), rasterizer)
+
+    def render(self, frames: list[int], size: tuple[int, int], offsets: Tensor, crop: int) -> GBuffer:
+        """The real frames ``frames`` resized to ``size`` (H', W') and cropped at ``offsets`` ((B, 2) top, left).
+
+        Returns:
+            A GBuffer of (B, 2, crop, crop) UVs and (B, crop, crop) labels, on the rasterizer's device.
+        """
+        state = self.states.select(frames)
+        camera = state.camera.resized(*size).cropped(offsets[:, 0], offsets[:, 1], crop, crop)
+        return self.rasterizer.render(self.scene, FrameState(state.object_poses, camera))
