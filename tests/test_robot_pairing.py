@@ -64,7 +64,8 @@ def test_training_with_robot_pairing_logs_the_term(data_root, tmp_path) -> None:
 def test_robot_pairing_without_real_states_is_a_clear_error(data_root, tmp_path, capfd) -> None:
     labels = BenchmarkDataset.open(data_root).labels
     assert main(["train", "data=folders", *TINY, "logger=none", "data.root=null", f"hydra.run.dir={tmp_path / 'run'}",
-                 f"data.sim_dir={data_root / 'train_sim' / 'uvl'}", f"data.real_dir={data_root / 'train_real' / 'real'}",
+                 f"data.sim_dir={data_root / 'train_sim' / 'uvl'}",
+                 f"data.real_dir={data_root / 'train_real' / 'real'}",
                  f"data.labels.names=[{','.join(labels.names)}]",
                  f"data.labels.values=[{','.join(str(v) for v in labels.values)}]",
                  "loss.loss_weights.robot_pairing=10"]) == 2

@@ -46,6 +46,21 @@ def test_bf16_training_on_gpu(data: str, tmp_path, sim_source: str) -> None:
     assert all(torch.isfinite(v).all() for v in ckpt["state_dict"].values() if v.is_floating_point())
 
 
+@pytest.mark.parametrize("sim_source", ["render", "frames"])
+def test_robot_pairing_renders_the_real_robot_with_nvdiffrast(data: str, tmp_path, sim_source: str) -> None:
+    """loss.loss_weights.robot_pairing on the GPU: the real frames' robot rendered by nvdiffrast at the photo crops."""
+    run_dir = tmp_path / sim_source
+    assert main(["train", "experiment=tiny", "trainer=gpu", "render=nvdiffrast", "logger=csv",
+                 "trainer.enable_progress_bar=false", f"data.root={data}", "data.build_preset=null",
+                 f"data.sim_source={sim_source}", "loss.loss_weights.robot_pairing=10", "trainer.log_every_n_steps=1",
+                 "system.crop_size=64", "system.resolution_schedule=[[0,64]]", "trainer.max_epochs=1",
+                 f"hydra.run.dir={run_dir}"]) == 0
+    lines = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()
+    rows = [dict(zip(lines[0].split(","), r.split(","), strict=True)) for r in lines[1:]]
+    values = [float(row["train/robot_pairing"]) for row in rows if row.get("train/robot_pairing")]
+    assert len(values) == 5 and all(0 < v < 2 for v in values)
+
+
 @pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
 def test_compiled_step_trains_on_gpu(data: str, tmp_path, mode: str) -> None:
     """system.compile=true compiles each network, the texture and the losses on their own; the run still trains.
