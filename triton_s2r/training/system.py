@@ -244,7 +244,7 @@ class TritonSystem(pl.LightningModule):
             scene, states = datamodule.scene_and_states()
             rasterizer = make_rasterizer(self.hparams.render_backend, device if device.type == "cuda" else None)
             self._render = (scene, states, rasterizer)
-        if self.loss_weights["robot_pairing"]:
+        if self.loss_weights.get("robot_pairing"):  # the oracle has no such term
             if datamodule is None or getattr(datamodule, "dataset", None) is None:
                 raise ValueError("loss.loss_weights.robot_pairing needs the real frames' robot states: a benchmark "
                                  "dataset (data.root) whose train_real split has states.npz; set the weight to 0 to "
