@@ -235,23 +235,23 @@ class TritonSystem(pl.LightningModule):
         labels = getattr(datamodule, "labels", None)
         # val/psnr_masked scores objects and robot, as eval's psnr_masked: the table is background.
         self._background_labels = [labels.id_of("table")] if labels is not None and "table" in labels.names else []
+        rendered_sim = datamodule is not None and getattr(datamodule, "sim_source", "frames") == "render"
+        robot_pairing = bool(self.loss_weights.get("robot_pairing"))  # the oracle has no such term
+        if not (rendered_sim or robot_pairing):
+            return
         from triton_s2r.render.rasterizer import make_rasterizer
 
         # The module is not on its device yet during setup; the strategy knows this rank's GPU.
         device = self.trainer.strategy.root_device
-        rasterizer = None
-        if datamodule is not None and getattr(datamodule, "sim_source", "frames") == "render":
-            scene, states = datamodule.scene_and_states()
-            rasterizer = make_rasterizer(self.hparams.render_backend, device if device.type == "cuda" else None)
-            self._render = (scene, states, rasterizer)
-        if self.loss_weights.get("robot_pairing"):  # the oracle has no such term
+        rasterizer = make_rasterizer(self.hparams.render_backend, device if device.type == "cuda" else None)
+        if rendered_sim and datamodule is not None:
+            self._render = (*datamodule.scene_and_states(), rasterizer)
+        if robot_pairing:
             if datamodule is None or getattr(datamodule, "dataset", None) is None:
                 raise ValueError("loss.loss_weights.robot_pairing needs the real frames' robot states: a benchmark "
                                  "dataset (data.root) whose train_real split has states.npz; set the weight to 0 to "
                                  "train on plain folders")
             scene, states = datamodule.scene_and_states("train_real")
-            rasterizer = rasterizer or make_rasterizer(self.hparams.render_backend,
-                                                       device if device.type == "cuda" else None)
             self._robot_views = RobotViews.from_states(scene, states, self.hparams.robot_pairing_labels, rasterizer)
 
     def on_fit_start(self) -> None:
