@@ -39,7 +39,7 @@ def random_crop_offsets(height: int, width: int, crop: int, generator: torch.Gen
 
 def random_crop_windows(count: int, height: int, width: int, short_side: int, crop: int,
                         generator: torch.Generator | None = None) -> tuple[tuple[int, int], Tensor]:
-    """Draw ``count`` crops as ``augment_real`` does: the resized size (H', W') and (count, 2) int64 (top, left)."""
+    """Crops of ``count`` images resized to ``short_side``: the size (H', W') and (count, 2) int64 (top, left)."""
     size = resize_shorter_side(height, width, short_side)
     return size, torch.tensor([random_crop_offsets(*size, crop, generator) for _ in range(count)])
 
@@ -89,15 +89,9 @@ def augment_sim(uv: Tensor, label: Tensor, short_side: int, crop: int,
     return uv, label
 
 
-def augment_real(images: Tensor, short_side: int, crop: int, generator: torch.Generator | None = None) -> Tensor:
-    """Resize (bilinear, antialiased) and crop photos: (B, 3, H, W) -> (B, 3, crop, crop)."""
-    size = resize_shorter_side(images.shape[-2], images.shape[-1], short_side)
-    return _crops([_resize_real(images, size)], size, crop, generator)[0]
-
-
 def augment_paired(uv: Tensor, label: Tensor, images: Tensor, short_side: int, crop: int,
                    generator: torch.Generator | None = None) -> tuple[Tensor, Tensor, Tensor]:
-    """``augment_sim`` and ``augment_real`` with one resize and one crop per pair, so the pairs stay aligned.
+    """``augment_sim`` and ``crop_photos`` with one resize and one crop per pair, so the pairs stay aligned.
 
     Args:
         uv: (B, 2, H, W) float UVs in [0, 1].

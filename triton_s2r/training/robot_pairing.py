@@ -51,10 +51,10 @@ class RobotViews:
         ids = [scene.labels.id_of(name) for name in robot_labels]
         poses = states.object_poses
         static = (poses == poses[:1]).flatten(2).all(-1).all(0)  # (num_objects,)
-        keep = [i for i, obj in enumerate(scene.objects) if obj.label in ids or bool(static[i])]
-        if not any(scene.objects[i].label in ids for i in keep):
+        if not any(obj.label in ids for obj in scene.objects):
             raise ValueError(f"no object of the scene carries a label of system.robot_pairing_labels "
                              f"{list(robot_labels)}; list the labels of the robot's links")
+        keep = [i for i, obj in enumerate(scene.objects) if obj.label in ids or bool(static[i])]
         return cls(Scene(tuple(scene.objects[i] for i in keep), scene.labels),
                    FrameState(poses[:, keep].contiguous(), states.camera), torch.tensor(ids), rasterizer)
 

@@ -28,7 +28,6 @@ import torch
 from torch import Tensor
 
 from triton_s2r.data.augment import (
-    augment_real,
     augment_sim,
     check_diff_augment_policy,
     crop_photos,
@@ -288,13 +287,12 @@ class TritonSystem(pl.LightningModule):
         """
         uv, label, k = self._sim_batch(batch)
         crop, real = self.hparams.crop_size, batch["real"]
-        if self._robot_views is None:
-            return uv, label, k, augment_real(real, self._jittered_short_side(), crop)
         height, width = real.shape[-2:]
         size, offsets = random_crop_windows(real.shape[0], height, width, self._jittered_short_side(), crop)
-        # The photos' indices: a list of ints from the datamodule's transfer hook, as the sim states'.
-        view = self._robot_views.render(cast(list[int], batch["real_index"]), size, offsets, crop)
-        self._robot_view = GBuffer(uv=view.uv.to(self.device), label=view.label.to(self.device))
+        if self._robot_views is not None:
+            # The photos' indices: a list of ints from the datamodule's transfer hook, as the sim states'.
+            view = self._robot_views.render(cast(list[int], batch["real_index"]), size, offsets, crop)
+            self._robot_view = GBuffer(uv=view.uv.to(self.device), label=view.label.to(self.device))
         return uv, label, k, crop_photos(real, size, offsets, crop)
 
     def _sim_batch(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, int]:
@@ -433,10 +431,7 @@ class TritonSystem(pl.LightningModule):
         """L1 over the robot's pixels between the photos ``real`` and the translation of their robot's render."""
         view, views = self._robot_view, self._robot_views
         assert view is not None and views is not None  # drawn by _inputs when the term has a weight
-        m = self.model
-        sample = m.sample_texture(view.uv, view.label, 1)
-        x_a, _ = m.sim_image(sample)
-        translation, _ = m.decode_real(m.generator_sim.encode(x_a), sample)
+        translation = self.model(view.uv, view.label)
         robot = torch.isin(view.label, views.label_ids.to(view.label.device))
         with torch.autocast(self.device.type, enabled=False):
             return reconstruction_loss(translation.float(), real.float(), "l1", mask=robot)
