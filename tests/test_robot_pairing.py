@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import csv
 import math
+from pathlib import Path
 
+import cv2
+import numpy as np
 import pytest
 import torch
+import yaml
 
 from triton_s2r.cli import main
-from triton_s2r.data.datasets import BenchmarkDataset
+from triton_s2r.data.datamodule import TritonDataModule
+from triton_s2r.data.datasets import BenchmarkDataset, UVLFrames
 from triton_s2r.render.rasterizer import make_rasterizer
 from triton_s2r.render.scene import load_scene
 from triton_s2r.training.robot_pairing import RobotViews
@@ -70,3 +75,83 @@ def test_robot_pairing_without_real_states_is_a_clear_error(data_root, tmp_path,
                  f"data.labels.values=[{','.join(str(v) for v in labels.values)}]",
                  "loss.loss_weights.robot_pairing=10"]) == 2
     assert "robot_pairing needs the real frames' robot states" in capfd.readouterr().err
+
+
+# ---------------------------------------------------------------------------- plain folders with real states
+
+XARM = Path(__file__).parents[1] / "examples" / "xarm"
+XARM_ROBOT = ("robot_base", "robot_arm", "robot_wrist")
+
+
+@pytest.fixture(scope="module")
+def xarm_folders(tmp_path_factory) -> Path:
+    """render-sim's UVL frames of the xArm example, 12 'photos' of its size, and a joints-only real states CSV."""
+    pytest.importorskip("yourdfpy")
+    pytest.importorskip("pybullet_data")
+    root = tmp_path_factory.mktemp("xarm")
+    assert main(["render-sim", str(XARM / "scene.yaml"), str(XARM / "trajectory.csv"), "--out", str(root / "sim"),
+                 "--resolution", "64x80", "--backend", "embree"]) == 0
+    (root / "photos").mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(12):
+        cv2.imwrite(str(root / "photos" / f"photo_{i:02d}.png"), rng.integers(0, 256, (64, 80, 3), dtype=np.uint8))
+    rows = list(csv.reader((XARM / "trajectory.csv").open()))
+    joints = [c for c, name in enumerate(rows[0]) if name == "frame" or name.startswith("joint")]
+    with (root / "real_states.csv").open("w", newline="") as f:  # what a real robot logs: its joints only
+        csv.writer(f).writerows([[row[c] for c in joints] for row in rows])
+    return root
+
+
+def folders_data(root: Path, states: str = "real_states.csv", **kwargs) -> TritonDataModule:
+    labels = yaml.safe_load((root / "sim" / "labels.yaml").read_text())
+    return TritonDataModule(sim_dir=str(root / "sim" / "uvl"), real_dir=str(root / "photos"), labels=labels,
+                            scene=str(XARM / "scene.yaml"), real_states=str(root / states), **kwargs)
+
+
+def test_plain_folders_render_the_robot_of_each_photo_from_its_logged_joints(xarm_folders) -> None:
+    data = folders_data(xarm_folders)
+    assert data.has_real_states
+    scene, states = data.real_robot_states()
+    assert {o.name for o in scene.objects} == {o.name for o in load_scene(XARM / "scene.yaml").objects} - {
+        "table", "cube", "can"}  # objects the log does not pose are left out
+    views = RobotViews.from_states(scene, states, XARM_ROBOT, make_rasterizer("embree"))
+    frames, offsets = [0, 6, 11], torch.tensor([[0, 0], [0, 16], [0, 9]])
+    rendered = views.render(frames, (64, 80), offsets, 64)
+    sim = UVLFrames(xarm_folders / "sim" / "uvl", data.labels)  # the same trajectory, every object posed
+    compared = 0
+    for b, (frame, (top, left)) in enumerate(zip(frames, offsets.tolist(), strict=True)):
+        reference = sim[frame].label[0][top:top + 64, left:left + 64]
+        robot = torch.isin(reference, views.label_ids)
+        compared += int(robot.sum())
+        assert torch.equal(rendered.label[b][robot], reference[robot])
+        assert torch.isin(rendered.label[b], torch.cat([views.label_ids, torch.tensor([0])])).all()
+    assert compared > 100
+
+
+def test_plain_folders_train_with_robot_pairing(xarm_folders, tmp_path) -> None:
+    labels = yaml.safe_load((xarm_folders / "sim" / "labels.yaml").read_text())
+    out = tmp_path / "run"
+    assert main(["train", "data=folders", *TINY, "logger=csv", "data.root=null", f"hydra.run.dir={out}",
+                 f"data.sim_dir={xarm_folders / 'sim' / 'uvl'}", f"data.real_dir={xarm_folders / 'photos'}",
+                 f"data.labels.names=[{','.join(labels['names'])}]",
+                 f"data.labels.values=[{','.join(str(v) for v in labels['values'])}]",
+                 f"data.labels.void_value={labels['void_value']}", f"data.scene={XARM / 'scene.yaml'}",
+                 f"data.real_states={xarm_folders / 'real_states.csv'}", "trainer.max_epochs=1",
+                 "data.steps_per_epoch=2",
+                 f"system.robot_pairing_labels=[{','.join(XARM_ROBOT)}]", "loss.loss_weights.robot_pairing=10"]) == 0
+    rows = list(csv.DictReader((out / "csv" / "version_0" / "metrics.csv").open()))
+    values = [float(row["train/robot_pairing"]) for row in rows if row.get("train/robot_pairing")]
+    assert len(values) == 2 and all(math.isfinite(v) and v > 0 for v in values)
+
+
+def test_plain_folders_real_states_errors_name_the_file_and_the_fix(xarm_folders) -> None:
+    lines = (xarm_folders / "real_states.csv").read_text().splitlines()
+    (xarm_folders / "short.csv").write_text("\n".join(lines[:-1]) + "\n")
+    with pytest.raises(ValueError, match=r"short.csv: 11 frames for the 12 photos of .*one state per photo"):
+        folders_data(xarm_folders, "short.csv").real_robot_states()
+    data = folders_data(xarm_folders)
+    data.label_spec = {**data.label_spec, "names": ["table", "cube", "can", "base", "arm", "wrist"]}
+    with pytest.raises(ValueError, match=r"scene.yaml: labels .* differ from data.labels.names"):
+        data.real_robot_states()
+    with pytest.raises(ValueError, match="need both"):
+        TritonDataModule(sim_dir="s", real_dir="r", labels={}, real_states="states.csv")

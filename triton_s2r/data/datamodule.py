@@ -25,6 +25,7 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 
 from triton_s2r.data.datasets import BenchmarkDataset, Photos, UVLFrames
 from triton_s2r.render.scene import FrameState, LabelTable, Scene, load_scene
+from triton_s2r.render.sim_states import load_frame_states
 
 
 class EpochSampler(Sampler[int]):
@@ -132,6 +133,9 @@ class TritonDataModule(pl.LightningDataModule):
         sim_source: ``"frames"`` (pre-rendered UVL files) or ``"render"`` (states rendered in the loop).
         sim_dir, real_dir, labels: a plain user dataset instead of ``root``: UVL frames, photos, and the
             label table as a dict (``names``, ``values``, ``void_value``).
+        scene, real_states: with plain folders, the scene file and the real photos' states file (one frame per
+            photo, in sorted file-name order: the robot's logged joints, the camera, and the poses of any
+            objects that are known), for the ``robot_pairing`` loss term (``real_robot_states``).
         paired: train on UVL frames and photos of the same states (the benchmark's ``train_real`` split): the
             supervised ``oracle`` baseline. Unpaired methods leave it False.
         batch_size: images per domain per step. Reference: 5.
@@ -157,6 +161,8 @@ class TritonDataModule(pl.LightningDataModule):
         sim_dir: str | None = None,
         real_dir: str | None = None,
         labels: dict | None = None,
+        scene: str | None = None,
+        real_states: str | None = None,
         paired: bool = False,
         batch_size: int = 5,
         sim_clip_frames: int = 1,
@@ -181,6 +187,11 @@ class TritonDataModule(pl.LightningDataModule):
             raise ValueError(
                 "give either data.root (a benchmark dataset) or data.sim_dir, data.real_dir and data.labels"
             )
+        if (scene is None) != (real_states is None) or (real_states is not None and root is not None):
+            raise ValueError(
+                f"data.scene={scene} and data.real_states={real_states}: the real frames' states of plain folders "
+                f"need both (a benchmark dataset, data.root, has its own: leave both null)"
+            )
         if sim_source == "render" and root is None:
             raise ValueError("sim_source='render' needs a benchmark dataset (data.root) with baked assets and states")
         if paired and (sim_source != "frames" or root is None):
@@ -191,6 +202,7 @@ class TritonDataModule(pl.LightningDataModule):
         self.root, self.build_preset, self.sim_source, self.paired = root, build_preset, sim_source, paired
         self.builder = builder
         self.sim_dir, self.real_dir, self.label_spec = sim_dir, real_dir, labels
+        self.scene_file, self.real_states = scene, real_states
         self.batch_size, self.sim_clip_frames, self.steps_per_epoch = batch_size, sim_clip_frames, steps_per_epoch
         self.num_workers, self.seed, self.val_frames = num_workers, seed, val_frames
         self.val_sequence_frames = val_sequence_frames
@@ -247,6 +259,42 @@ class TritonDataModule(pl.LightningDataModule):
         if self.dataset is None:
             raise RuntimeError("scene_and_states() needs a benchmark dataset (data.root)")
         return load_scene(self.dataset.scene_file), self.dataset.states(split)
+
+    @property
+    def has_real_states(self) -> bool:
+        """Whether the real frames' states are known: a benchmark dataset, or plain folders with ``real_states``."""
+        return self.root is not None or self.real_states is not None
+
+    def real_robot_states(self) -> tuple[Scene, FrameState]:
+        """The scene and the states of the real frames (in photo order), for the ``robot_pairing`` term.
+
+        A benchmark's ``train_real`` split poses every object. For plain folders the scene file is posed by the
+        ``real_states`` file at the photos' size; objects the file does not pose are left out, since where they
+        stood in the photos is unknown.
+
+        Raises:
+            ValueError: no real states, a states file whose frame count is not the photos', or a scene whose
+                labels are not ``labels``'s.
+        """
+        if self.dataset is not None:
+            return self.scene_and_states("train_real")
+        if self.real_states is None or self.scene_file is None or self.real_dir is None:
+            raise ValueError("the real frames' states are unknown: plain folders need data.scene and "
+                             "data.real_states (data/README.md, 'States of the real frames')")
+        photos = Photos(self.real_dir)
+        height, width = photos.size
+        scene, states, state, _ = load_frame_states(self.scene_file, self.real_states, width=width, height=height)
+        if state.batch_size != len(photos):
+            raise ValueError(f"{self.real_states}: {state.batch_size} frames for the {len(photos)} photos of "
+                             f"{self.real_dir}; give one state per photo, in the photos' sorted file-name order")
+        if scene.labels.names != self.labels.names:
+            raise ValueError(f"{self.scene_file}: labels {list(scene.labels.names)} differ from data.labels.names "
+                             f"{list(self.labels.names)}; use the label table of the scene the sim frames were "
+                             f"rendered from (render-sim's labels.yaml)")
+        links = set(scene.robot.link_labels) if scene.robot is not None else set()
+        keep = [i for i, obj in enumerate(scene.objects) if obj.name in links or obj.name in states.object_names]
+        return (Scene(tuple(scene.objects[i] for i in keep), scene.labels),
+                FrameState(state.object_poses[:, keep].contiguous(), state.camera))
 
     def train_dataset(self) -> UnpairedDataset | PairedDataset:
         """The training set before sampling: unpaired sim items and photos, or aligned pairs when ``paired``.

@@ -20,8 +20,8 @@ import numpy as np
 import yaml
 
 from triton_s2r.render.rasterizer import make_rasterizer
-from triton_s2r.render.scene import LabelTable, load_scene
-from triton_s2r.render.sim_states import read_states, to_frame_state
+from triton_s2r.render.scene import LabelTable
+from triton_s2r.render.sim_states import load_frame_states
 from triton_s2r.render.uvl import gbuffer_to_uvl, write_uvl
 from triton_s2r.utils.files import atomic_savez, atomic_write
 
@@ -85,10 +85,7 @@ def render_sim(
     height, width = size
     if height < 1 or width < 1:
         raise ValueError(f"resolution must be positive, got {height}x{width}")
-    scene = load_scene(scene_file)
-    spec = yaml.safe_load(Path(scene_file).read_text())
-    states = read_states(states_file)
-    state, joints = to_frame_state(scene, states, width=width, height=height, default_camera=spec.get("camera"))
+    scene, _, state, joints = load_frame_states(scene_file, states_file, width=width, height=height)
     rasterizer = make_rasterizer(backend)
     out = Path(out)
     (out / "uvl").mkdir(parents=True, exist_ok=True)

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import yaml
 
 from triton_s2r.render.camera import Camera
-from triton_s2r.render.scene import FrameState, Scene
+from triton_s2r.render.scene import FrameState, Scene, load_scene
 
 #: CSV column suffixes of an object pose: position (metres) and unit quaternion (w, x, y, z).
 POSE_COLUMNS = ("x", "y", "z", "qw", "qx", "qy", "qz")
@@ -140,6 +141,23 @@ def to_frame_state(scene: Scene, states: SimStates, *, width: int, height: int,
                          "scene file (look-at: eye, target, fov_y_deg; or OpenCV: K, R, t, width, height)")
     camera = make_camera(spec, n, width=width, height=height, where=where)
     return FrameState(torch.as_tensor(poses, dtype=torch.float32), camera), joints
+
+
+def load_frame_states(scene_file: str | os.PathLike, states_file: str | os.PathLike, *, width: int,
+                      height: int) -> tuple[Scene, SimStates, FrameState, np.ndarray]:
+    """Load a scene file and a states file and pose the scene (``to_frame_state``, the scene file's camera by default).
+
+    Returns:
+        The scene, the states as read, their (N frames) FrameState and (N, J_robot) joint values.
+
+    Raises:
+        FileNotFoundError, ValueError: naming the file and the fix (see ``load_scene``, ``read_states``).
+    """
+    scene = load_scene(scene_file)
+    spec = yaml.safe_load(Path(scene_file).read_text())
+    states = read_states(states_file)
+    state, joints = to_frame_state(scene, states, width=width, height=height, default_camera=spec.get("camera"))
+    return scene, states, state, joints
 
 
 def make_camera(spec: Mapping, n: int, *, width: int, height: int, where: str) -> Camera:

@@ -246,11 +246,11 @@ class TritonSystem(pl.LightningModule):
         if rendered_sim and datamodule is not None:
             self._render = (*datamodule.scene_and_states(), rasterizer)
         if robot_pairing:
-            if datamodule is None or getattr(datamodule, "dataset", None) is None:
+            if datamodule is None or not getattr(datamodule, "has_real_states", False):
                 raise ValueError("loss.loss_weights.robot_pairing needs the real frames' robot states: a benchmark "
-                                 "dataset (data.root) whose train_real split has states.npz; set the weight to 0 to "
-                                 "train on plain folders")
-            scene, states = datamodule.scene_and_states("train_real")
+                                 "dataset (data.root), or with plain folders data.scene and data.real_states (the "
+                                 "photos' logged joint states; data/README.md); or set the weight to 0")
+            scene, states = datamodule.real_robot_states()
             self._robot_views = RobotViews.from_states(scene, states, self.hparams.robot_pairing_labels, rasterizer)
 
     def on_fit_start(self) -> None:
