@@ -48,6 +48,7 @@ def texture_gradients(run: str | Path, batches: int = 8, overrides: tuple[str, .
     OmegaConf.set_struct(cfg, True)  # a misspelt key is an error, not a new key nothing reads
     cfg.merge_with_dotlist([*overrides, "data.num_workers=0"])
     datamodule, system = build(cfg)
+    system.attach_data(datamodule, torch.device("cpu"))  # what Lightning's setup would do: rendering, robot views
     state = load_checkpoint(run_dir.checkpoint(checkpoint))["state_dict"]
     system.load_state_dict({k: v for k, v in state.items() if not k.startswith(EMA_PREFIX)})
     system.batches_trained = int(state["batches_done"])  # the surface terms' warm-up, as when training resumes

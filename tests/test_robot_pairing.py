@@ -66,15 +66,19 @@ def test_training_with_robot_pairing_logs_the_term(data_root, tmp_path) -> None:
     assert len(values) == 2 and all(math.isfinite(v) and v > 0 for v in values)
 
 
-def test_robot_pairing_without_real_states_is_a_clear_error(data_root, tmp_path, capfd) -> None:
+def test_plain_folders_without_real_states_train_without_the_term_and_say_so(data_root, tmp_path) -> None:
     labels = BenchmarkDataset.open(data_root).labels
-    assert main(["train", "data=folders", *TINY, "logger=none", "data.root=null", f"hydra.run.dir={tmp_path / 'run'}",
-                 f"data.sim_dir={data_root / 'train_sim' / 'uvl'}",
-                 f"data.real_dir={data_root / 'train_real' / 'real'}",
-                 f"data.labels.names=[{','.join(labels.names)}]",
-                 f"data.labels.values=[{','.join(str(v) for v in labels.values)}]",
-                 "loss.loss_weights.robot_pairing=10"]) == 2
-    assert "robot_pairing needs the real frames' robot states" in capfd.readouterr().err
+    out = tmp_path / "run"
+    with pytest.warns(UserWarning, match="loss.loss_weights.robot_pairing is off for this run"):
+        assert main(["train", "data=folders", *TINY, "logger=csv", "data.root=null", f"hydra.run.dir={out}",
+                     f"data.sim_dir={data_root / 'train_sim' / 'uvl'}",
+                     f"data.real_dir={data_root / 'train_real' / 'real'}",
+                     f"data.labels.names=[{','.join(labels.names)}]",
+                     f"data.labels.values=[{','.join(str(v) for v in labels.values)}]",
+                     "trainer.max_epochs=1", "data.steps_per_epoch=2", "loss.loss_weights.robot_pairing=10"]) == 0
+    rows = list(csv.DictReader((out / "csv" / "version_0" / "metrics.csv").open()))
+    assert rows and not any(row.get("train/robot_pairing") for row in rows)
+    assert any(row.get("train/adversarial") for row in rows)
 
 
 # ---------------------------------------------------------------------------- plain folders with real states

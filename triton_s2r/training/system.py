@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, cast
 
 import pytorch_lightning as pl
 import torch
+from pytorch_lightning.utilities import rank_zero_warn
 from torch import Tensor
 
 from triton_s2r.data.augment import (
@@ -57,6 +58,8 @@ from triton_s2r.training.step import Forward, StepResult, logging_batch
 
 if TYPE_CHECKING:
     from pytorch_lightning.utilities.parsing import AttributeDict
+
+    from triton_s2r.data.datamodule import TritonDataModule
 
 LOSS_TERMS = ("adversarial", "reconstruction", "content", "cycle", "surface_consistency", "surface_chroma_consistency",
               "texture_reality", "robot_pairing")
@@ -229,27 +232,39 @@ class TritonSystem(pl.LightningModule):
         return [*average, NonFiniteGuard(h.max_nonfinite_steps), Previews(h.preview_every_n_batches), RandomStates()]
 
     def setup(self, stage: str) -> None:
-        """Lightning hook: find the background labels of ``val/psnr_masked`` and any scene to render in the loop."""
-        datamodule = getattr(self.trainer, "datamodule", None)
-        labels = getattr(datamodule, "labels", None)
+        """Lightning hook: ``attach_data`` with the trainer's datamodule, on this rank's device."""
+        # The module is not on its device yet during setup; the strategy knows this rank's GPU.
+        self.attach_data(getattr(self.trainer, "datamodule", None), self.trainer.strategy.root_device)
+
+    def attach_data(self, datamodule: TritonDataModule | None, device: torch.device) -> None:
+        """Take from the data what the step needs (Lightning's ``setup`` calls it; scripts without a Trainer too).
+
+        The background labels of ``val/psnr_masked``, the scene and states to render in the loop, and the real
+        frames' robot views of ``robot_pairing`` (turned off, with a warning, when the data has no real states).
+
+        Args:
+            datamodule: the training data, or None (no rendering, no robot pairing).
+            device: where the renders go (a CUDA device: nvdiffrast; else embree, per ``render_backend``).
+        """
+        labels = datamodule.labels if datamodule is not None else None
         # val/psnr_masked scores objects and robot, as eval's psnr_masked: the table is background.
         self._background_labels = [labels.id_of("table")] if labels is not None and "table" in labels.names else []
-        rendered_sim = datamodule is not None and getattr(datamodule, "sim_source", "frames") == "render"
+        rendered_sim = datamodule is not None and datamodule.sim_source == "render"
         robot_pairing = bool(self.loss_weights.get("robot_pairing"))  # the oracle has no such term
+        if robot_pairing and not (datamodule is not None and datamodule.has_real_states):
+            rank_zero_warn("loss.loss_weights.robot_pairing is off for this run: it needs the real frames' robot "
+                           "states, which plain folders have only with data.scene and data.real_states (the photos' "
+                           "logged joints; data/README.md); set loss.loss_weights.robot_pairing=0 to silence this")
+            self.loss_weights["robot_pairing"] = 0.0
+            robot_pairing = False
         if not (rendered_sim or robot_pairing):
             return
         from triton_s2r.render.rasterizer import make_rasterizer
 
-        # The module is not on its device yet during setup; the strategy knows this rank's GPU.
-        device = self.trainer.strategy.root_device
         rasterizer = make_rasterizer(self.hparams.render_backend, device if device.type == "cuda" else None)
         if rendered_sim and datamodule is not None:
             self._render = (*datamodule.scene_and_states(), rasterizer)
-        if robot_pairing:
-            if datamodule is None or not getattr(datamodule, "has_real_states", False):
-                raise ValueError("loss.loss_weights.robot_pairing needs the real frames' robot states: a benchmark "
-                                 "dataset (data.root), or with plain folders data.scene and data.real_states (the "
-                                 "photos' logged joint states; data/README.md); or set the weight to 0")
+        if robot_pairing and datamodule is not None:
             scene, states = datamodule.real_robot_states()
             self._robot_views = RobotViews.from_states(scene, states, self.hparams.robot_pairing_labels, rasterizer)
 
