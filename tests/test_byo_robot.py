@@ -55,12 +55,15 @@ def test_robot_scene_labels_tiles_and_kinematics(tmp_path):
     np.testing.assert_allclose(poses[1, 1, :3, :3] @ [0, 0, 1], [1, 0, 0], atol=1e-9)
 
 
-def test_render_sim_xarm_example(tmp_path):
+def test_render_sim_xarm_example(tmp_path, capsys):
     pytest.importorskip("pybullet_data")
     out = tmp_path / "xarm"
     argv = ["render-sim", str(EXAMPLE / "scene.yaml"), str(EXAMPLE / "trajectory.csv"), "--out", str(out),
             "--resolution", "64x80", "--backend", "embree"]
     assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert f"data.scene={EXAMPLE / 'scene.yaml'} data.real_states=JOINTS.csv" in printed
+    assert "'system.robot_pairing_labels=[robot_base,robot_arm,robot_wrist]'" in printed
     frames = sorted((out / "uvl").glob("*.png"))
     assert len(frames) == 12
     labels = LabelTable.from_dict(yaml.safe_load((out / "labels.yaml").read_text()))

@@ -126,6 +126,9 @@ def _render_sim(args: argparse.Namespace) -> int:
           f"{out / 'uvl'}, states to {out / 'states.npz'}, labels to {out / 'labels.yaml'}")
     print(f"  labels: {dict(zip(result.labels.names, result.labels.values, strict=True))}")
     print(f"  train:  {result.train_command()}")
+    if result.robot_labels:
+        print(f"  with the joints your robot logged for each photo (one row per photo, in file-name order; "
+              f"data/README.md), add: {result.robot_pairing_overrides(args.scene)}")
     print(f"  translate: triton-s2r translate RUN {out / 'states.npz'} --scene {args.scene} --resolution "
           f"{result.size[0]} --out video.mp4")
     return 0

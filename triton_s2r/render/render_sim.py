@@ -38,6 +38,7 @@ class RenderSimResult:
         size: (H, W) of each frame.
         labels: the scene's label table.
         backend: the render backend used.
+        robot_labels: the labels of the robot's links (none without a robot).
     """
 
     out: Path
@@ -45,6 +46,7 @@ class RenderSimResult:
     size: tuple[int, int]
     labels: LabelTable
     backend: str
+    robot_labels: tuple[str, ...] = ()
 
     def train_command(self, photos: str = "PHOTOS") -> str:
         """The ``triton-s2r train`` command for these frames and a folder of real photos."""
@@ -53,6 +55,11 @@ class RenderSimResult:
         return (f"triton-s2r train data=folders data.sim_dir={self.out / 'uvl'} data.real_dir={photos} "
                 f"'data.labels.names=[{names}]' 'data.labels.values=[{values}]' "
                 f"data.labels.void_value={self.labels.void_value}")
+
+    def robot_pairing_overrides(self, scene_file: str, real_states: str = "JOINTS.csv") -> str:
+        """What to add to ``train_command`` to supervise the robot through the photos' logged joints (§4.7)."""
+        return (f"data.scene={scene_file} data.real_states={real_states} "
+                f"'system.robot_pairing_labels=[{','.join(self.robot_labels)}]'")
 
 
 def render_sim(
@@ -101,4 +108,5 @@ def render_sim(
                  object_names=np.array([o.name for o in scene.objects], dtype=str))
     with atomic_write(out / "labels.yaml") as tmp:
         tmp.write_text(yaml.safe_dump(scene.labels.to_dict(), sort_keys=False))
-    return RenderSimResult(out, state.batch_size, (height, width), scene.labels, rasterizer.name)
+    robot_labels = tuple(dict.fromkeys(scene.robot.link_labels.values())) if scene.robot is not None else ()
+    return RenderSimResult(out, state.batch_size, (height, width), scene.labels, rasterizer.name, robot_labels)
