@@ -159,7 +159,8 @@ def checkpoint_callbacks(run: RunDir, keep: int, validation: bool) -> list[pl.Ca
 
 
 def _log_to_run() -> None:
-    """Lightning's messages go through the root logger too, so Hydra's ``train.log`` receives them."""
+    """Lightning's messages and Python warnings go through the root logger too, so Hydra's ``train.log`` has them."""
+    logging.captureWarnings(True)
     for name in ("pytorch_lightning", "lightning_fabric", "lightning.pytorch"):
         logger = logging.getLogger(name)
         logger.propagate = True
