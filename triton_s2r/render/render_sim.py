@@ -108,5 +108,5 @@ def render_sim(
                  object_names=np.array([o.name for o in scene.objects], dtype=str))
     with atomic_write(out / "labels.yaml") as tmp:
         tmp.write_text(yaml.safe_dump(scene.labels.to_dict(), sort_keys=False))
-    robot_labels = tuple(dict.fromkeys(scene.robot.link_labels.values())) if scene.robot is not None else ()
-    return RenderSimResult(out, state.batch_size, (height, width), scene.labels, rasterizer.name, robot_labels)
+    return RenderSimResult(out, state.batch_size, (height, width), scene.labels, rasterizer.name,
+                           scene.robot.label_names if scene.robot is not None else ())

@@ -304,7 +304,7 @@ def load_scene(path: str | os.PathLike) -> Scene:
     try:
         names = [str(entry["name"]) for entry in spec["labels"]]
         values = [None if entry.get("value") is None else int(entry["value"]) for entry in spec["labels"]]
-        robot_labels = [] if robot is None else [n for n in dict.fromkeys(robot.link_labels.values()) if n not in names]
+        robot_labels = [] if robot is None else [n for n in robot.label_names if n not in names]
         labels = LabelTable.filling_values(names + robot_labels, values + [None] * len(robot_labels),
                                            spec.get("void_value", 0))
         entries = spec.get("objects", []) if robot is not None else spec["objects"]

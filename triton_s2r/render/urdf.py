@@ -193,6 +193,11 @@ class SceneRobot:
     link_labels: dict[str, str]
     link_tiles: dict[str, tuple[int, int]]
 
+    @property
+    def label_names(self) -> tuple[str, ...]:
+        """The robot's label names, each once, in the order of its links."""
+        return tuple(dict.fromkeys(self.link_labels.values()))
+
     def link_meshes(self) -> dict[str, Mesh]:
         """Each link's mesh with its UVs in its tile (``Mesh.in_uv_tile``), in ``link_labels`` order."""
         return {link: self.robot.link_meshes[link].in_uv_tile(*self.link_tiles[link]) for link in self.link_labels}
