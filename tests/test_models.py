@@ -217,6 +217,18 @@ def test_onehot_labels_follow_x_a_as_one_channel_per_label():
         SimInput(NUM_LABELS, label_encoding="embedding")
 
 
+def test_without_the_uv_hint_only_the_texture_tells_where_a_pixel_lies() -> None:
+    uv, label = make_gbuffer()
+    texture = torch.rand(2, 3, 32, 32)
+    with_uv = SimInput(NUM_LABELS)(texture, uv, label)
+    without = SimInput(NUM_LABELS, uv_hint=False)(texture, uv, label)
+    assert torch.equal(without[:, 3:5], -torch.ones_like(without[:, 3:5]))  # no u, v
+    torch.testing.assert_close(without[:, 5], with_uv[:, 5])  # the label stays
+    torch.testing.assert_close(without[:, :2], with_uv[:, :2] - (with_uv[:, 3:5] + 1))  # -1 in place of u, v
+    moved = SimInput(NUM_LABELS, uv_hint=False)(texture, uv.flip(-1), label)  # other UVs, same texture and labels
+    assert torch.equal(moved, without)
+
+
 def test_model_refuses_a_sim_generator_of_the_wrong_width() -> None:
     from triton_s2r.models.triton import TritonModel
 

@@ -92,6 +92,8 @@ class SimInput(nn.Module):
             Reference: 1 (0 at the end of the paper's run, docs/method.md §5.7).
         label_encoding: "scalar" (reference): the label reaches the networks only as the hint's ``label / K``
             channel; "onehot": also as K channels, one per label, after everything else (docs/method.md §2.5).
+        uv_hint: True (reference): the hint holds u and v; False: its u and v channels are -1 everywhere, so the
+            networks see where a pixel lies on its surface only through the texture (the label stays).
     """
 
     def __init__(
@@ -101,6 +103,7 @@ class SimInput(nn.Module):
         texture_multiplier: float = 1.0,
         hint_multiplier: float = 1.0,
         label_encoding: str = "scalar",
+        uv_hint: bool = True,
     ) -> None:
         super().__init__()
         if texture_channels < 3:
@@ -113,6 +116,7 @@ class SimInput(nn.Module):
         self.texture_channels = texture_channels
         self.texture_multiplier = texture_multiplier
         self.hint_multiplier = hint_multiplier
+        self.uv_hint = uv_hint
 
     @property
     def out_channels(self) -> int:
@@ -152,6 +156,8 @@ class SimInput(nn.Module):
         if texture.shape[1] != self.texture_channels:
             raise ValueError(f"expected a {self.texture_channels}-channel texture, got {texture.shape[1]}")
         hint = uvl_hint(uv, label, self.num_labels)
+        if not self.uv_hint:
+            hint = torch.cat([torch.full_like(hint[:, :2], -1.0), hint[:, 2:]], dim=1)
         # float32 keeps the UV hint precise under autocast; the convolutions cast as they need.
         projection = texture_projection(texture.float(), label) * self.texture_multiplier
         parts = [hint * self.hint_multiplier + projection[:, :3], hint, projection[:, 3:]]
@@ -164,5 +170,5 @@ class SimInput(nn.Module):
         """Labels and the texture and hint multipliers, for ``repr(module)``."""
         return (
             f"num_labels={self.num_labels}, texture_multiplier={self.texture_multiplier}, "
-            f"hint_multiplier={self.hint_multiplier}, label_encoding={self.label_encoding!r}"
+            f"hint_multiplier={self.hint_multiplier}, label_encoding={self.label_encoding!r}, uv_hint={self.uv_hint}"
         )
