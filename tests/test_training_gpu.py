@@ -33,14 +33,23 @@ def data(tmp_path_factory) -> str:
     return str(root)
 
 
+#: The tiny experiment on the GPU: nvdiffrast, 64 px crops, one epoch (5 batches); tests add their overrides.
+GPU_TINY = ("experiment=tiny", "trainer=gpu", "render=nvdiffrast", "trainer.enable_progress_bar=false",
+            "data.build_preset=null", "system.crop_size=64", "system.resolution_schedule=[[0,64]]",
+            "trainer.max_epochs=1")
+
+
+def metric_rows(run_dir) -> list[dict[str, str]]:
+    """The rows of a run's CSV log (``logger=csv``)."""
+    lines = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()
+    return [dict(zip(lines[0].split(","), r.split(","), strict=True)) for r in lines[1:]]
+
+
 @pytest.mark.parametrize("sim_source", ["render", "frames"])
 def test_bf16_training_on_gpu(data: str, tmp_path, sim_source: str) -> None:
     run_dir = tmp_path / sim_source
-    assert main(["train", "experiment=tiny", "trainer=gpu", "render=nvdiffrast", "logger=none",
-                 "trainer.enable_progress_bar=false", f"data.root={data}", "data.build_preset=null",
-                 f"data.sim_source={sim_source}", "system.supersample=2", "system.channels_last=true",
-                 "system.crop_size=64", "system.resolution_schedule=[[0,64]]", "trainer.max_epochs=1",
-                 f"hydra.run.dir={run_dir}"]) == 0
+    assert main(["train", *GPU_TINY, "logger=none", f"data.root={data}", f"data.sim_source={sim_source}",
+                 "system.supersample=2", "system.channels_last=true", f"hydra.run.dir={run_dir}"]) == 0
     ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True, map_location="cpu")
     assert int(ckpt["state_dict"]["batches_done"]) == 5
     assert all(torch.isfinite(v).all() for v in ckpt["state_dict"].values() if v.is_floating_point())
@@ -50,14 +59,9 @@ def test_bf16_training_on_gpu(data: str, tmp_path, sim_source: str) -> None:
 def test_robot_pairing_renders_the_real_robot_with_nvdiffrast(data: str, tmp_path, sim_source: str) -> None:
     """loss.loss_weights.robot_pairing on the GPU: the real frames' robot rendered by nvdiffrast at the photo crops."""
     run_dir = tmp_path / sim_source
-    assert main(["train", "experiment=tiny", "trainer=gpu", "render=nvdiffrast", "logger=csv",
-                 "trainer.enable_progress_bar=false", f"data.root={data}", "data.build_preset=null",
-                 f"data.sim_source={sim_source}", "loss.loss_weights.robot_pairing=10", "trainer.log_every_n_steps=1",
-                 "system.crop_size=64", "system.resolution_schedule=[[0,64]]", "trainer.max_epochs=1",
-                 f"hydra.run.dir={run_dir}"]) == 0
-    lines = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()
-    rows = [dict(zip(lines[0].split(","), r.split(","), strict=True)) for r in lines[1:]]
-    values = [float(row["train/robot_pairing"]) for row in rows if row.get("train/robot_pairing")]
+    assert main(["train", *GPU_TINY, "logger=csv", f"data.root={data}", f"data.sim_source={sim_source}",
+                 "loss.loss_weights.robot_pairing=10", "trainer.log_every_n_steps=1", f"hydra.run.dir={run_dir}"]) == 0
+    values = [float(row["train/robot_pairing"]) for row in metric_rows(run_dir) if row.get("train/robot_pairing")]
     assert len(values) == 5 and all(0 < v < 2 for v in values)
 
 
@@ -68,13 +72,10 @@ def test_compiled_step_trains_on_gpu(data: str, tmp_path, mode: str) -> None:
     The compiled functions use CUDA graphs ("reduce-overhead" mode).
     """
     run_dir = tmp_path / "compiled"
-    assert main(["train", "experiment=tiny", "trainer=gpu", "render=nvdiffrast", "logger=csv",
-                 "trainer.enable_progress_bar=false", f"data.root={data}", "data.build_preset=null",
-                 "data.sim_source=render", "system.compile=true", f"system.compile_mode={mode}", "system.crop_size=64",
-                 "system.resolution_schedule=[[0,64]]", "trainer.max_epochs=1", f"hydra.run.dir={run_dir}"]) == 0
-    lines = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()
-    header, rows = lines[0].split(","), [dict(zip(lines[0].split(","), r.split(","), strict=True)) for r in lines[1:]]
-    assert "train/surface_chroma_consistency" in header
+    assert main(["train", *GPU_TINY, "logger=csv", f"data.root={data}", "data.sim_source=render",
+                 "system.compile=true", f"system.compile_mode={mode}", f"hydra.run.dir={run_dir}"]) == 0
+    rows = metric_rows(run_dir)
+    assert "train/surface_chroma_consistency" in rows[0]
     losses = [float(r["train/loss_g"]) for r in rows if r.get("train/loss_g")]
     assert losses and all(torch.isfinite(torch.tensor(losses)))
 
