@@ -163,8 +163,7 @@ def step_flops(system, datamodule) -> float:
     """FLOPs of one training step (forward + backward of both phases), counted by PyTorch."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    batch = next(iter(datamodule.train_dataloader()))
-    batch = {k: v if k == "state" else v.cuda() for k, v in batch.items()}
+    batch = datamodule.transfer_batch_to_device(next(iter(datamodule.train_dataloader())), torch.device("cuda"), 0)
     with FlopCounterMode(display=False) as counter:
         out = system._forward(*system._inputs(batch))
         terms = system._generator_terms(out)

@@ -93,7 +93,8 @@ class SimInput(nn.Module):
         label_encoding: "scalar" (reference): the label reaches the networks only as the hint's ``label / K``
             channel; "onehot": also as K channels, one per label, after everything else (docs/method.md §2.5).
         uv_hint: True (reference): the hint holds u and v; False: its u and v channels are -1 everywhere, so the
-            networks see where a pixel lies on its surface only through the texture (the label stays).
+            networks see where a pixel lies on its surface only through the texture (the label stays); the
+            package's config sets False, the texture-less experiments True. Runs saved without the key load as True.
     """
 
     def __init__(
