@@ -27,7 +27,7 @@ class RobotViews:
     Attributes:
         scene: the scene's robot links (objects of ``label_ids``) and static objects only.
         states: (N, M, 4, 4) poses of those objects and the cameras of the N real frames.
-        label_ids: (L,) int64 ids of the robot's labels (the pixels the term compares).
+        label_ids: (L,) int64 ids of the robot's labels (the pixels the term compares), on the renders' device.
         rasterizer: the backend that renders them.
     """
 
@@ -56,7 +56,8 @@ class RobotViews:
                              f"{list(robot_labels)}; list the labels of the robot's links")
         keep = [i for i, obj in enumerate(scene.objects) if obj.label in ids or bool(static[i])]
         return cls(Scene(tuple(scene.objects[i] for i in keep), scene.labels),
-                   FrameState(poses[:, keep].contiguous(), states.camera), torch.tensor(ids), rasterizer)
+                   FrameState(poses[:, keep].contiguous(), states.camera), torch.tensor(ids, device=rasterizer.device),
+                   rasterizer)
 
     def render(self, frames: list[int], size: tuple[int, int], offsets: Tensor, crop: int) -> GBuffer:
         """The real frames ``frames`` resized to ``size`` (H', W') and cropped at ``offsets`` ((B, 2) top, left).

@@ -447,7 +447,7 @@ class TritonSystem(pl.LightningModule):
         view, views = self._robot_view, self._robot_views
         assert view is not None and views is not None  # drawn by _inputs when the term has a weight
         translation = self.model(view.uv, view.label)
-        robot = torch.isin(view.label, views.label_ids.to(view.label.device))
+        robot = torch.isin(view.label, views.label_ids)  # both on the renders' device: no copy, no wait
         with torch.autocast(self.device.type, enabled=False):
             return reconstruction_loss(translation.float(), real.float(), "l1", mask=robot)
 
