@@ -447,7 +447,8 @@ class TritonSystem(pl.LightningModule):
         view, views = self._robot_view, self._robot_views
         assert view is not None and views is not None  # drawn by _inputs when the term has a weight
         translation = self.model(view.uv, view.label)
-        robot = torch.isin(view.label, views.label_ids)  # both on the renders' device: no copy, no wait
+        # The ids live on the renders' device: with nvdiffrast that is the step's, so nothing is copied or waited for.
+        robot = torch.isin(view.label, views.label_ids.to(view.label.device))
         with torch.autocast(self.device.type, enabled=False):
             return reconstruction_loss(translation.float(), real.float(), "l1", mask=robot)
 
