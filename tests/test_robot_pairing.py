@@ -159,3 +159,51 @@ def test_plain_folders_real_states_errors_name_the_file_and_the_fix(xarm_folders
         data.real_robot_states()
     with pytest.raises(ValueError, match="need both"):
         TritonDataModule(sim_dir="s", real_dir="r", labels={}, real_states="states.csv")
+
+
+def test_one_network_call_for_robot_renders_and_sim_batch_gives_the_terms_of_separate_calls(data_root) -> None:
+    """The step sends the robot renders through E_A and G_B with the sim batch, and each decoder's reconstruction
+    and cycle codes through one call; every term equals its definition with a network call per image batch.
+
+    Eval mode: the encoders' input noise off, so both ways see the same inputs.
+    """
+    from hydra import compose, initialize_config_module
+
+    from triton_s2r.losses import reconstruction_loss
+    from triton_s2r.train import build
+
+    with initialize_config_module("triton_s2r.conf", version_base="1.3"):
+        cfg = compose("train", overrides=[*TINY, f"data.root={data_root}", "loss.loss_weights.robot_pairing=10",
+                                          "loss.surface_losses_from=0"])
+    datamodule, system = build(cfg)
+    system.attach_data(datamodule, torch.device("cpu"))
+    system.eval()
+    loader = datamodule.train_dataloader()
+    batch = datamodule.transfer_batch_to_device(next(iter(loader)), torch.device("cpu"), 0)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        out = system._forward(*system._inputs(batch))
+        terms = system._generator_terms(out)
+        m, view, n = system.model, system._robot_view, out.real.shape[0]
+        assert view is not None and out.robot_x_ab is not None and out.c_a is not None and out.c_b is not None
+        assert out.x_ab.shape[0] == out.robot_x_ab.shape[0] == out.x_a.shape[0] == n
+        torch.testing.assert_close(out.x_ab, m.translate(out.x_a, m.sample_texture(out.uv, out.label)),
+                                   rtol=1e-4, atol=1e-4)
+        robot_x_ab = m(view.uv, view.label)
+        torch.testing.assert_close(out.robot_x_ab, robot_x_ab, rtol=1e-4, atol=1e-4)
+        robot = torch.isin(view.label, system._robot_views.label_ids)  # pyright: ignore[reportOptionalMemberAccess]
+        assert robot.any()
+        assert terms["robot_pairing"].item() == pytest.approx(
+            reconstruction_loss(robot_x_ab, out.real, "l1", mask=robot).item(), rel=1e-4)
+
+        def omega(x, y, data_range):
+            return system._reconstruction_loss(x.float(), y.float(), system.losses.criterion, data_range)
+
+        sim_range = 2.0 * max(1.0, m.sim_input.hint_multiplier + m.sim_input.texture_multiplier)
+        e_a, g_a, e_b, g_b = (m.generator_sim.encode, m.generator_sim.decode, m.generator_real.encode,
+                              m.generator_real.decode)
+        reconstruction = omega(g_a(out.c_a), out.x_a, sim_range) + omega(g_b(out.c_b), out.real, 2.0)
+        cycle = (omega(g_a(e_b(out.x_ab_fixed_texture)), out.x_a, sim_range)
+                 + omega(g_b(e_a(out.x_ba)), out.real, 2.0))
+    assert terms["reconstruction"].item() == pytest.approx(reconstruction.item(), rel=1e-4)
+    assert terms["cycle"].item() == pytest.approx(cycle.item(), rel=1e-4)

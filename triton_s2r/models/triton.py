@@ -34,6 +34,12 @@ class SimBatch:
     label: Tensor
     texture: Tensor
 
+    @staticmethod
+    def cat(*batches: SimBatch) -> SimBatch:
+        """The batches one after the other along the batch dimension (same H, W and C)."""
+        return SimBatch(uv=torch.cat([b.uv for b in batches]), label=torch.cat([b.label for b in batches]),
+                        texture=torch.cat([b.texture for b in batches]))
+
 
 class TritonModel(nn.Module):
     """Texture + sim input + sim->real and real->sim auto-encoders.

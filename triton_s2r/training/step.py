@@ -31,6 +31,8 @@ class Forward:
             (``TritonModel.decode_real``), else x_ab itself.
         c_a, c_b: content codes of x_a and of the photos; x_ba: the real -> sim translation (None where a
             system has no real -> sim half, as the paired oracle).
+        robot_x_ab: (B, 3, H, W) the translation of the photos' robot renders (``robot_pairing``), made in the same
+            network calls as x_ab; None without robot pairing.
     """
 
     uv: Tensor
@@ -43,6 +45,7 @@ class Forward:
     c_a: Tensor | None = None
     c_b: Tensor | None = None
     x_ba: Tensor | None = None
+    robot_x_ab: Tensor | None = None
 
 
 @dataclass(frozen=True)

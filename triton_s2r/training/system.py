@@ -48,7 +48,8 @@ from triton_s2r.losses import (
 )
 from triton_s2r.losses.settings import LossSettings
 from triton_s2r.models.discriminator import MultiScaleDiscriminator
-from triton_s2r.models.triton import TritonModel, to_unit
+from triton_s2r.models.generator import StyleFreeGenerator
+from triton_s2r.models.triton import SimBatch, TritonModel, to_unit
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import FrameState
 from triton_s2r.training.callbacks import NonFiniteGuard, Previews, RandomStates, WeightAverage
@@ -401,14 +402,23 @@ class TritonSystem(pl.LightningModule):
         return None
 
     def _forward(self, uv: Tensor, label: Tensor, supersample: int, real: Tensor) -> Forward:
-        """Texture once, then both translations and the codes every loss needs."""
+        """Texture once, then both translations and the codes every loss needs.
+
+        With robot pairing the photos' robot renders (``_inputs``) go through the same E_A and G_B calls as the
+        sim batch, as one batch of 2B: the networks normalise each image on its own, so that changes no value, and
+        each network runs once instead of twice.
+        """
         m = self.model
         sample = m.sample_texture(uv, label, supersample)
-        x_a, projection = m.sim_image(sample)
+        robot = self._robot_view if self._robot_views is not None else None
+        both = sample if robot is None else SimBatch.cat(sample, m.sample_texture(robot.uv, robot.label))
+        x_a, projection = m.sim_image(both)
         c_a, c_b = m.generator_sim.encode(x_a), m.generator_real.encode(real)
-        x_ab, x_ab_fixed_texture = m.decode_real(c_a, sample)
-        return Forward(uv=sample.uv, label=sample.label, x_a=x_a, projection=projection, real=real, x_ab=x_ab,
-                       x_ab_fixed_texture=x_ab_fixed_texture, c_a=c_a, c_b=c_b, x_ba=m.generator_sim.decode(c_b))
+        x_ab, x_ab_fixed_texture = m.decode_real(c_a, both)
+        n = uv.shape[0]
+        return Forward(uv=sample.uv, label=sample.label, x_a=x_a[:n], projection=projection[:n], real=real,
+                       x_ab=x_ab[:n], x_ab_fixed_texture=x_ab_fixed_texture[:n], c_a=c_a[:n], c_b=c_b,
+                       x_ba=m.generator_sim.decode(c_b), robot_x_ab=None if robot is None else x_ab[n:])
 
     def _discriminator_loss(self, out: Forward) -> Tensor:
         """LSGAN/hinge D loss on the detached translations of this batch's forward pass, plus R1 if ``r1_gamma``."""
@@ -442,15 +452,14 @@ class TritonSystem(pl.LightningModule):
         return (adversarial(self._logits(discriminator, real) if replay else r1_logits)
                 + gamma / 2 * r1_penalty(r1_logits, r1_real))
 
-    def _robot_pairing(self, real: Tensor) -> Tensor:
-        """L1 over the robot's pixels between the photos ``real`` and the translation of their robot's render."""
+    def _robot_pairing(self, out: Forward) -> Tensor:
+        """L1 over the robot's pixels between the photos and the translation of their robot's render."""
         view, views = self._robot_view, self._robot_views
-        assert view is not None and views is not None  # drawn by _inputs when the term has a weight
-        translation = self.model(view.uv, view.label)
+        assert view is not None and views is not None and out.robot_x_ab is not None  # with the term's weight
         # The ids live on the renders' device: with nvdiffrast that is the step's, so nothing is copied or waited for.
         robot = torch.isin(view.label, views.label_ids.to(view.label.device))
         with torch.autocast(self.device.type, enabled=False):
-            return reconstruction_loss(translation.float(), real.float(), "l1", mask=robot)
+            return reconstruction_loss(out.robot_x_ab.float(), out.real.float(), "l1", mask=robot)
 
     def _optimize(self, optimizer, loss: Tensor) -> Tensor:
         """Backward and optimizer step, skipped on the device when ``loss`` is not finite.
@@ -488,19 +497,23 @@ class TritonSystem(pl.LightningModule):
                 + generator_adversarial_loss(self._logits(self.discriminator_sim, x_ba), s.gan_type)
             )
         target_a = x_a.detach() if s.detach_sim_targets else x_a  # the target side of recon and cycle
-        if w["reconstruction"]:
-            terms["reconstruction"] = (omega(m.generator_sim.decode(out.c_a), target_a, sim_range)
-                                       + omega(m.generator_real.decode(out.c_b), real, 2.0))
+        codes_a, codes_b = ([out.c_a], [out.c_b]) if w["reconstruction"] else ([], [])  # G_A's and G_B's inputs
         if w["content"] or w["cycle"]:
             c_ab, c_ba = m.generator_real.encode(out.x_ab_fixed_texture), m.generator_sim.encode(x_ba)
             if w["content"]:
                 terms["content"] = (omega(c_ab, out.c_a, 1.0, s.content_criterion)
                                     + omega(c_ba, out.c_b, 1.0, s.content_criterion))
             if w["cycle"]:
-                terms["cycle"] = (omega(m.generator_sim.decode(c_ab), target_a, sim_range)
-                                  + omega(m.generator_real.decode(c_ba), real, 2.0))
+                codes_a.append(c_ab)
+                codes_b.append(c_ba)
+        # Each decoder takes the reconstruction's and the cycle's codes in one call (a batch of 2B).
+        decoded_a, decoded_b = decode_together(m.generator_sim, codes_a), decode_together(m.generator_real, codes_b)
+        if w["reconstruction"]:
+            terms["reconstruction"] = omega(decoded_a[0], target_a, sim_range) + omega(decoded_b[0], real, 2.0)
+        if w["cycle"]:
+            terms["cycle"] = omega(decoded_a[-1], target_a, sim_range) + omega(decoded_b[-1], real, 2.0)
         if w["robot_pairing"]:
-            terms["robot_pairing"] = self._robot_pairing(out.real)
+            terms["robot_pairing"] = self._robot_pairing(out)
         with torch.autocast(self.device.type, enabled=False):
             if w["surface_consistency"] and surface_losses_on:
                 terms["surface_consistency"] = surface_consistency_loss(
@@ -537,3 +550,13 @@ class TritonSystem(pl.LightningModule):
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         """Lightning hook: restore the batch count from the checkpoint's ``batches_done`` buffer."""
         self.batches_trained = int(checkpoint["state_dict"]["batches_done"])  # RNG states: RandomStates
+
+
+def decode_together(generator: StyleFreeGenerator, codes: list[Tensor]) -> list[Tensor]:
+    """``generator.decode`` of each code in one call on their concatenation: (B_i, C, h, w) -> (B_i, C', H, W).
+
+    The networks normalise each image on its own, so the images are those of separate calls.
+    """
+    if not codes:
+        return []
+    return list(generator.decode(torch.cat(codes)).split([code.shape[0] for code in codes]))
