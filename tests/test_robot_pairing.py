@@ -162,10 +162,10 @@ def test_plain_folders_real_states_errors_name_the_file_and_the_fix(xarm_folders
 
 
 def test_one_network_call_for_robot_renders_and_sim_batch_gives_the_terms_of_separate_calls(data_root) -> None:
-    """The step sends the robot renders through E_A and G_B with the sim batch, and each decoder's reconstruction
-    and cycle codes through one call; every term equals its definition with a network call per image batch.
+    """Shared network calls give every term of its definition with a call per image batch.
 
-    Eval mode: the encoders' input noise off, so both ways see the same inputs.
+    The step sends the robot renders through E_A and G_B with the sim batch, and each decoder's reconstruction and
+    cycle codes through one call. Eval mode: the encoders' input noise off, so both ways see the same inputs.
     """
     from hydra import compose, initialize_config_module
 
