@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from tiny_assets import metric_rows
 
 from triton_s2r.cli import main
 from triton_s2r.data.datamodule import TritonDataModule
@@ -61,7 +62,7 @@ def test_training_with_robot_pairing_logs_the_term(data_root, tmp_path) -> None:
     out = tmp_path / "run"
     assert main(["train", *TINY, "logger=csv", f"data.root={data_root}", f"hydra.run.dir={out}", "trainer.max_epochs=1",
                  "data.steps_per_epoch=2", "trainer.log_every_n_steps=1", "loss.loss_weights.robot_pairing=10"]) == 0
-    rows = list(csv.DictReader((out / "csv" / "version_0" / "metrics.csv").open()))
+    rows = metric_rows(out)
     values = [float(row["train/robot_pairing"]) for row in rows if row.get("train/robot_pairing")]
     assert len(values) == 2 and all(math.isfinite(v) and v > 0 for v in values)
 
@@ -76,7 +77,7 @@ def test_plain_folders_without_real_states_train_without_the_term_and_say_so(dat
                      f"data.labels.names=[{','.join(labels.names)}]",
                      f"data.labels.values=[{','.join(str(v) for v in labels.values)}]",
                      "trainer.max_epochs=1", "data.steps_per_epoch=2", "loss.loss_weights.robot_pairing=10"]) == 0
-    rows = list(csv.DictReader((out / "csv" / "version_0" / "metrics.csv").open()))
+    rows = metric_rows(out)
     assert rows and not any(row.get("train/robot_pairing") for row in rows)
     assert any(row.get("train/adversarial") for row in rows)
 
@@ -143,7 +144,7 @@ def test_plain_folders_train_with_robot_pairing(xarm_folders, tmp_path) -> None:
                  f"data.real_states={xarm_folders / 'real_states.csv'}", "trainer.max_epochs=1",
                  "data.steps_per_epoch=2",
                  f"system.robot_pairing_labels=[{','.join(XARM_ROBOT)}]", "loss.loss_weights.robot_pairing=10"]) == 0
-    rows = list(csv.DictReader((out / "csv" / "version_0" / "metrics.csv").open()))
+    rows = metric_rows(out)
     values = [float(row["train/robot_pairing"]) for row in rows if row.get("train/robot_pairing")]
     assert len(values) == 2 and all(math.isfinite(v) and v > 0 for v in values)
 

@@ -13,6 +13,7 @@ from hydra import compose, initialize_config_module
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import OmegaConf, open_dict
+from tiny_assets import metric_rows
 
 from triton_s2r.cli import main
 from triton_s2r.data.datamodule import ClipSampler, EpochSampler, TritonDataModule
@@ -161,11 +162,9 @@ def test_tiny_run_leaves_config_checkpoint_and_previews(run_dir, data_root, mani
     previews = [f"batch_{b:07d}.png" for b in range(every, batches + 1, every)]
     assert previews and sorted(p.name for p in (run_dir / "previews").glob("batch_*.png")) == previews
     assert len(list((run_dir / "previews").glob("textures_*.png"))) == len(previews)
-    metrics = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()
-    header = metrics[0].split(",")
+    rows = metric_rows(run_dir)
     for term in ("train/surface_chroma_consistency", "train/texture_reality", "train/adversarial", "train/loss_d"):
-        assert term in header
-    rows = [dict(zip(header, row.split(","), strict=True)) for row in metrics[1:]]
+        assert term in rows[0]
     # The resolution schedule stepped up within the epoch, without a restart.
     (_, low), (step, high) = cfg["system"]["resolution_schedule"]
     assert 0 < step < batches and low != high
@@ -185,9 +184,7 @@ def test_surface_losses_join_after_the_configured_batches(data_root, tmp_path) -
     run_dir = run(tmp_path, "late", data_root, "logger=csv", "trainer.max_epochs=1", "data.steps_per_epoch=3",
                   "loss.surface_losses_from=2",
                   "loss.loss_weights.surface_consistency=5")  # the plain form beside the default chroma form
-    metrics = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()
-    header = metrics[0].split(",")
-    rows = [dict(zip(header, row.split(","), strict=True)) for row in metrics[1:]]
+    rows = metric_rows(run_dir)
     batches = [row for row in rows if row["train/adversarial"]]  # one row per training batch
     assert len(batches) == 3
     for term in ("train/surface_consistency", "train/surface_chroma_consistency", "train/texture_reality"):
@@ -198,9 +195,7 @@ def test_training_metrics_are_logged_in_the_batches_the_loggers_write(data_root,
     """Every ``log_every_n_steps``-th batch carries every train metric; the batches between log nothing."""
     run_dir = run(tmp_path, "every2", data_root, "logger=csv", "trainer.max_epochs=1", "data.steps_per_epoch=4",
                   "trainer.log_every_n_steps=2")
-    metrics = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()
-    header = metrics[0].split(",")
-    rows = [dict(zip(header, row.split(","), strict=True)) for row in metrics[1:]]
+    rows = metric_rows(run_dir)
     train = [row for row in rows if row["train/loss_g"]]
     assert [int(row["step"]) for row in train] == [1, 3]  # batches 2 and 4
     for name in ("train/adversarial", "train/loss_d", "train/resolution", "train/nonfinite_steps"):
@@ -290,7 +285,7 @@ def test_tiny_run_with_sim_clips_and_its_errors(run_dir, data_root, manifest, tm
         data.train_dataloader()
     ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=False)
     assert ckpt["hyper_parameters"]["losses"]["sim_clip_frames"] == clip  # plain ℓUC within each clip
-    header = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()[0].split(",")
+    header = metric_rows(run_dir)[0]
     assert "train/surface_consistency" in header and "train/surface_chroma_consistency" in header
     fails(tmp_path, "x", data_root, "data.sim_clip_frames=4")  # the dataset's clips are pairs
     assert f"train_sim holds clips of {clip} frame(s), but data.sim_clip_frames=4" in capsys.readouterr().err
@@ -422,7 +417,7 @@ def test_oracle_trains_on_aligned_pairs(data_root, manifest, tmp_path) -> None:
     assert main(["train", "experiment=[tiny,oracle]", "trainer.enable_progress_bar=false", "logger=csv",
                  "trainer.max_epochs=1", "data.steps_per_epoch=2", f"data.root={data_root}",
                  f"hydra.run.dir={run_dir}"]) == 0
-    header = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()[0].split(",")
+    header = metric_rows(run_dir)[0]
     assert {"train/paired", "train/adversarial", "val/psnr"} <= set(header)
     assert "train/cycle" not in header
     from triton_s2r.inference.translator import Translator  # the run loads like any other

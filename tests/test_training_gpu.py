@@ -13,6 +13,7 @@ import pytest
 import pytorch_lightning as pl
 import torch
 from hydra import compose, initialize_config_module
+from tiny_assets import metric_rows
 
 from triton_s2r.cli import main
 from triton_s2r.train import build
@@ -37,12 +38,6 @@ def data(tmp_path_factory) -> str:
 GPU_TINY = ("experiment=tiny", "trainer=gpu", "render=nvdiffrast", "trainer.enable_progress_bar=false",
             "data.build_preset=null", "system.crop_size=64", "system.resolution_schedule=[[0,64]]",
             "trainer.max_epochs=1")
-
-
-def metric_rows(run_dir) -> list[dict[str, str]]:
-    """The rows of a run's CSV log (``logger=csv``)."""
-    lines = (run_dir / "csv" / "version_0" / "metrics.csv").read_text().splitlines()
-    return [dict(zip(lines[0].split(","), r.split(","), strict=True)) for r in lines[1:]]
 
 
 @pytest.mark.parametrize("sim_source", ["render", "frames"])

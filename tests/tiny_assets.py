@@ -1,4 +1,4 @@
-"""Where the committed tiny dataset is, how the session's tiny run is trained, and reading a dataset's manifest.
+"""The tests' tiny data: the committed dataset, the session's tiny run, a dataset's manifest and a run's CSV log.
 
 ``tests/assets/tiny`` is the tabletop benchmark at test scale, committed so that tests which only read a dataset
 need no ``scenes`` extra; ``scripts/make_test_assets.py`` rebuilds it. Its ``dataset.yaml`` is the source of the
@@ -7,6 +7,7 @@ preset facts (labels, frame counts, resolution) that tests check.
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import yaml
@@ -22,3 +23,9 @@ TINY_RUN = ["experiment=tiny", "logger=csv", "trainer.enable_progress_bar=false"
 def read_manifest(root: Path) -> dict:
     """A dataset's ``dataset.yaml``."""
     return yaml.safe_load((root / "dataset.yaml").read_text())
+
+
+def metric_rows(run_dir: Path) -> list[dict[str, str]]:
+    """The rows of a run's CSV log (``logger=csv``): every column of the header, '' where a row logged nothing."""
+    with (run_dir / "csv" / "version_0" / "metrics.csv").open(newline="") as f:
+        return list(csv.DictReader(f))
