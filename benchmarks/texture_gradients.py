@@ -58,7 +58,7 @@ def texture_gradients(run: str | Path, batches: int = 8, overrides: tuple[str, .
     sums: dict[str, Tensor] = {}
     loader = iter(datamodule.train_dataloader())
     for _ in range(batches):
-        out = system._forward(*system._inputs(next(loader)))
+        out = system._forward(system._inputs(next(loader)))
         for name, value in system._generator_terms(out).items():
             grads = torch.autograd.grad(weights[name] * value, parameters, retain_graph=True, allow_unused=True)
             flat = torch.cat([(g if g is not None else torch.zeros_like(p)).flatten()

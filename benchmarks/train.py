@@ -165,7 +165,7 @@ def step_flops(system, datamodule) -> float:
 
     batch = datamodule.transfer_batch_to_device(next(iter(datamodule.train_dataloader())), torch.device("cuda"), 0)
     with FlopCounterMode(display=False) as counter:
-        out = system._forward(*system._inputs(batch))
+        out = system._forward(system._inputs(batch))
         terms = system._generator_terms(out)
         sum(terms.values()).backward()  # pyright: ignore[reportAttributeAccessIssue]  # a Tensor: terms are not empty
     return float(counter.get_total_flops())

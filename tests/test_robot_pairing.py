@@ -183,9 +183,10 @@ def test_one_network_call_for_robot_renders_and_sim_batch_gives_the_terms_of_sep
     batch = datamodule.transfer_batch_to_device(next(iter(loader)), torch.device("cpu"), 0)
     torch.manual_seed(0)
     with torch.no_grad():
-        out = system._forward(*system._inputs(batch))
+        inputs = system._inputs(batch)
+        out = system._forward(inputs)
         terms = system._generator_terms(out)
-        m, view, n = system.model, system._robot_view, out.real.shape[0]
+        m, view, n = system.model, inputs.robot, out.real.shape[0]
         assert view is not None and out.robot_x_ab is not None and out.c_a is not None and out.c_b is not None
         assert out.x_ab.shape[0] == out.robot_x_ab.shape[0] == out.x_a.shape[0] == n
         torch.testing.assert_close(out.x_ab, m.translate(out.x_a, m.sample_texture(out.uv, out.label)),

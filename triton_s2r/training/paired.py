@@ -16,7 +16,7 @@ from torch import Tensor
 
 from triton_s2r.data.augment import augment_paired
 from triton_s2r.losses import generator_adversarial_loss, reconstruction_loss
-from triton_s2r.training.step import Forward
+from triton_s2r.training.step import Forward, StepInputs
 from triton_s2r.training.system import TritonSystem
 
 
@@ -29,18 +29,18 @@ class PairedSystem(TritonSystem):
 
     loss_terms = ("adversarial", "paired")
 
-    def _inputs(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, int, Tensor]:
+    def _inputs(self, batch: dict[str, Tensor]) -> StepInputs:
         """One resize and crop for the UVL frame and its photo, so they stay aligned."""
         uv, label, real = augment_paired(batch["uv"], batch["label"], batch["real"], self._jittered_short_side(),
                                          self.hparams.crop_size)
-        return uv, label, 1, real
+        return StepInputs(uv, label, 1, real)
 
-    def _forward(self, uv: Tensor, label: Tensor, supersample: int, real: Tensor) -> Forward:
+    def _forward(self, inputs: StepInputs) -> Forward:
         m = self.model
-        sample = m.sample_texture(uv, label, supersample)
+        sample = m.sample_texture(inputs.uv, inputs.label, inputs.supersample)
         x_a, projection = m.sim_image(sample)
         x_ab = m.translate(x_a, sample)
-        return Forward(uv=uv, label=label, x_a=x_a, projection=projection, real=real, x_ab=x_ab,
+        return Forward(uv=inputs.uv, label=inputs.label, x_a=x_a, projection=projection, real=inputs.real, x_ab=x_ab,
                        x_ab_fixed_texture=x_ab)
 
     def _discriminator_loss(self, out: Forward) -> Tensor:

@@ -1,7 +1,8 @@
 """The data of one training step and what the callbacks see of it.
 
-``Forward``: what the step computes; ``StepResult``: what it leaves the callbacks; ``SteppedSystem``: what the
-callbacks read from the system; ``logging_batch``: whether the loggers write this batch's metrics.
+``StepInputs``: a batch's crops at the current stage; ``Forward``: what the step computes; ``StepResult``: what it
+leaves the callbacks; ``SteppedSystem``: what the callbacks read from the system; ``logging_batch``: whether the
+loggers write this batch's metrics.
 """
 
 from __future__ import annotations
@@ -16,6 +17,26 @@ if TYPE_CHECKING:
     from pytorch_lightning.loggers import Logger
 
     from triton_s2r.models.triton import TritonModel
+    from triton_s2r.render.gbuffer import GBuffer
+
+
+@dataclass(frozen=True)
+class StepInputs:
+    """A batch's crops at the current training stage, on the step's device.
+
+    Attributes:
+        uv, label: (B, 2, H * k, W * k) and (B, H * k, W * k) of the sim crops, k = ``supersample``.
+        supersample: the renders' supersampling factor k (1 for frames read from disk).
+        real: (B, 3, H, W) photo crops in [-1, 1].
+        robot: the photos' robot rendered at their crops (``robot_pairing``), (B, 2, H, W) and (B, H, W); None
+            without robot pairing.
+    """
+
+    uv: Tensor
+    label: Tensor
+    supersample: int
+    real: Tensor
+    robot: GBuffer | None = None
 
 
 @dataclass(frozen=True)
@@ -32,7 +53,7 @@ class Forward:
         c_a, c_b: content codes of x_a and of the photos; x_ba: the real -> sim translation (None where a
             system has no real -> sim half, as the paired oracle).
         robot_x_ab: (B, 3, H, W) the translation of the photos' robot renders (``robot_pairing``), made in the same
-            network calls as x_ab; None without robot pairing.
+            network calls as x_ab; robot_label: (B, H, W) those renders' labels; both None without robot pairing.
     """
 
     uv: Tensor
@@ -46,6 +67,7 @@ class Forward:
     c_b: Tensor | None = None
     x_ba: Tensor | None = None
     robot_x_ab: Tensor | None = None
+    robot_label: Tensor | None = None
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ from triton_s2r.render.scene import FrameState
 from triton_s2r.training.callbacks import NonFiniteGuard, Previews, RandomStates, WeightAverage
 from triton_s2r.training.ddp import PhaseGradients, check_sigterm_every
 from triton_s2r.training.robot_pairing import RobotViews
-from triton_s2r.training.step import Forward, StepResult, logging_batch
+from triton_s2r.training.step import Forward, StepInputs, StepResult, logging_batch
 
 if TYPE_CHECKING:
     from pytorch_lightning.utilities.parsing import AttributeDict
@@ -178,7 +178,6 @@ class TritonSystem(pl.LightningModule):
         self._side_tensors: dict[int, Tensor] = {}
         self._render = None  # (scene, states, rasterizer) when the sim domain is rendered in the loop
         self._robot_views: RobotViews | None = None  # the real frames' robot, with robot_pairing
-        self._robot_view: GBuffer | None = None  # this batch's, drawn with its photo crops
         self._background_labels: list[int] = []
         self._phase_gradients = PhaseGradients()  # under DDP: which gradients the next backward pass averages
         if channels_last:
@@ -295,21 +294,21 @@ class TritonSystem(pl.LightningModule):
     def _jittered_short_side(self) -> int:
         return self.short_side() + int(torch.randint(0, int(self.short_side() * self.hparams.resize_jitter) + 1, ()))
 
-    def _inputs(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, int, Tensor]:
-        """(uv, label, supersample, real) of the batch at the current stage: sim and real cropped independently.
+    def _inputs(self, batch: dict[str, Tensor]) -> StepInputs:
+        """The batch at the current stage: sim and real cropped independently.
 
-        With ``robot_pairing`` the photos' crops are drawn here, and each photo's robot is rendered at its crop
-        (``_robot_view``, for ``_generator_terms`` of this batch).
+        With ``robot_pairing`` each photo's robot is rendered at the photo's crop.
         """
         uv, label, k = self._sim_batch(batch)
         crop, real = self.hparams.crop_size, batch["real"]
         height, width = real.shape[-2:]
         size, offsets = random_crop_windows(real.shape[0], height, width, self._jittered_short_side(), crop)
+        robot = None
         if self._robot_views is not None:
             # The photos' indices: a list of ints from the datamodule's transfer hook, as the sim states'.
             view = self._robot_views.render(cast(list[int], batch["real_index"]), size, offsets, crop)
-            self._robot_view = GBuffer(uv=view.uv.to(self.device), label=view.label.to(self.device))
-        return uv, label, k, crop_photos(real, size, offsets, crop)
+            robot = GBuffer(uv=view.uv.to(self.device), label=view.label.to(self.device))
+        return StepInputs(uv, label, k, crop_photos(real, size, offsets, crop), robot)
 
     def _sim_batch(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, int]:
         """(uv, label, supersample) of the batch at the current stage: crops of frames, or rendered crops."""
@@ -334,7 +333,7 @@ class TritonSystem(pl.LightningModule):
         opt_g, opt_d = self.optimizers()  # pyright: ignore[reportGeneralTypeIssues]  # a list: two optimizers
         if self._cuda_graphs:
             torch.compiler.cudagraph_mark_step_begin()  # the last step's graph outputs may now be overwritten
-        out = self._forward(*self._inputs(batch))
+        out = self._forward(self._inputs(batch))
         loss_d, skipped_d = self._discriminator_phase(out, opt_d)
         terms, loss_g, skipped_g = self._generator_phase(out, opt_g)
         self.batches_trained += 1
@@ -401,24 +400,24 @@ class TritonSystem(pl.LightningModule):
             log("psnr_masked", metrics.psnr(translation[keep], real[keep], mask=objects[keep]))
         return None
 
-    def _forward(self, uv: Tensor, label: Tensor, supersample: int, real: Tensor) -> Forward:
+    def _forward(self, inputs: StepInputs) -> Forward:
         """Texture once, then both translations and the codes every loss needs.
 
-        With robot pairing the photos' robot renders (``_inputs``) go through the same E_A and G_B calls as the
-        sim batch, as one batch of 2B: the networks normalise each image on its own, so that changes no value, and
-        each network runs once instead of twice.
+        With robot pairing the photos' robot renders go through the same E_A and G_B calls as the sim batch, as one
+        batch of 2B: the networks normalise each image on its own, so that changes no value, and each network runs
+        once instead of twice.
         """
-        m = self.model
-        sample = m.sample_texture(uv, label, supersample)
-        robot = self._robot_view if self._robot_views is not None else None
+        m, robot, real = self.model, inputs.robot, inputs.real
+        sample = m.sample_texture(inputs.uv, inputs.label, inputs.supersample)
         both = sample if robot is None else SimBatch.cat(sample, m.sample_texture(robot.uv, robot.label))
         x_a, projection = m.sim_image(both)
         c_a, c_b = m.generator_sim.encode(x_a), m.generator_real.encode(real)
         x_ab, x_ab_fixed_texture = m.decode_real(c_a, both)
-        n = uv.shape[0]
+        n = real.shape[0]
         return Forward(uv=sample.uv, label=sample.label, x_a=x_a[:n], projection=projection[:n], real=real,
                        x_ab=x_ab[:n], x_ab_fixed_texture=x_ab_fixed_texture[:n], c_a=c_a[:n], c_b=c_b,
-                       x_ba=m.generator_sim.decode(c_b), robot_x_ab=None if robot is None else x_ab[n:])
+                       x_ba=m.generator_sim.decode(c_b), robot_x_ab=None if robot is None else x_ab[n:],
+                       robot_label=None if robot is None else robot.label)
 
     def _discriminator_loss(self, out: Forward) -> Tensor:
         """LSGAN/hinge D loss on the detached translations of this batch's forward pass, plus R1 if ``r1_gamma``."""
@@ -454,10 +453,10 @@ class TritonSystem(pl.LightningModule):
 
     def _robot_pairing(self, out: Forward) -> Tensor:
         """L1 over the robot's pixels between the photos and the translation of their robot's render."""
-        view, views = self._robot_view, self._robot_views
-        assert view is not None and views is not None and out.robot_x_ab is not None  # with the term's weight
+        views, label = self._robot_views, out.robot_label
+        assert views is not None and label is not None and out.robot_x_ab is not None  # with the term's weight
         # The ids live on the renders' device: with nvdiffrast that is the step's, so nothing is copied or waited for.
-        robot = torch.isin(view.label, views.label_ids.to(view.label.device))
+        robot = torch.isin(label, views.label_ids.to(label.device))
         with torch.autocast(self.device.type, enabled=False):
             return reconstruction_loss(out.robot_x_ab.float(), out.real.float(), "l1", mask=robot)
 
