@@ -61,14 +61,14 @@ def ms_ssim_levels(height: int, width: int, max_levels: int = len(MS_SSIM_BETAS)
 def gaussian_window(x: Tensor, banded: bool | None = None) -> Tensor:
     """SSIM's Gaussian window (σ = 1.5, 11 taps) over each channel of ``x``, without padding.
 
-    The window is the outer product of its 1-D profile, so it is applied one axis at a time, with the same values as
-    torchmetrics' depthwise 11x11 convolution up to float rounding: as two depthwise convolutions of 11 taps, or as
-    two products with banded matrices (3.5x faster forward and backward on the CPU than the 11x11 convolution).
+    Banded: as two products with banded matrices (one per axis), 3.5x faster forward and backward on the CPU than
+    the depthwise 11x11 convolution that torchmetrics uses; the same values up to float rounding (the window is the
+    outer product of its 1-D profile).
 
     Args:
         x: (N, C, H, W) float32, H and W >= 11.
-        banded: banded products (True) or the convolutions (False); None: banded on the CPU only (on an H200 the
-            convolutions are faster: docs/benchmarks.md).
+        banded: banded products (True) or the convolution (False); None: banded on the CPU only (on an H200 the
+            convolution is faster: docs/benchmarks.md).
 
     Returns:
         (N, C, H - 10, W - 10).
@@ -78,8 +78,8 @@ def gaussian_window(x: Tensor, banded: bool | None = None) -> Tensor:
     profile = torch.exp(-((offsets / 1.5) ** 2) / 2)
     profile = profile / profile.sum()
     if not (x.device.type == "cpu" if banded is None else banded):
-        taps = profile.expand(channels, 1, _KERNEL_SIZE)
-        return F.conv2d(F.conv2d(x, taps[..., None], groups=channels), taps[:, :, None], groups=channels)
+        kernel = torch.outer(profile, profile).expand(channels, 1, _KERNEL_SIZE, _KERNEL_SIZE)
+        return F.conv2d(x, kernel, groups=channels)
 
     def band(size: int) -> Tensor:  # (size - 10, size): row i holds the profile at columns i..i+10
         rows = size - _KERNEL_SIZE + 1
