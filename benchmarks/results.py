@@ -102,11 +102,21 @@ RECIPES = ("benchmark", "demo")
 DEMO_BATCHES = ("trainer.max_epochs=12", "trainer.max_time=null")
 
 
+def epoch_batches(budget_seconds: int) -> int:
+    """Batches per epoch of a run of ``budget_seconds``: 50, and 50 more per 150 s of budget (450 for 20 minutes).
+
+    Every epoch ends with a validation and two or three checkpoint writes, about 4.5 s on a GPU: with epochs of 50
+    batches a compiled run spent nearly half its time on them (docs/benchmarks.md). Longer epochs for longer
+    budgets keep that to about a tenth while the curves still get a dozen points or more.
+    """
+    return 50 * (1 + budget_seconds // 150)
+
+
 def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool, paired: bool,
                    compile_: bool = False, epochs: int = 100000, recipe: str = "benchmark") -> list[str]:
     """The recipe every run shares.
 
-    ``compile_``: compiled with CUDA graphs; ``epochs``: the most epochs (50 batches each), when the time budget
+    ``compile_``: compiled with CUDA graphs; ``epochs``: the most epochs (``epoch_batches`` each), when the time budget
     does not end the run first. ``recipe="demo"``: the README demo's training instead (``experiment=demo``, its
     600 batches (``DEMO_BATCHES``), frames and precision; ``budget_seconds`` and ``epochs`` unused).
     """
@@ -117,7 +127,8 @@ def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool, pai
     return [
         f"data.root={data}", "data.build_preset=null",
         f"data.sim_source={'render' if gpu and not paired else 'frames'}",
-        "data.steps_per_epoch=50", "data.num_workers=4", f"trainer={'gpu' if gpu else 'cpu'}",
+        f"data.steps_per_epoch={epoch_batches(budget_seconds)}", "data.num_workers=4",
+        f"trainer={'gpu' if gpu else 'cpu'}",
         f"trainer.max_epochs={epochs}", f"+trainer.max_time=00:{hours:02d}:{rest // 60:02d}:{rest % 60:02d}",
         "trainer.enable_progress_bar=false", "logger=csv", "system.crop_size=256",
         "system.resolution_schedule=[[0,256]]",
@@ -152,7 +163,7 @@ def fill_compile_cache(rows: list[tuple[str, list[str]]], data: str, runs: Path,
     def warm(index: int, name: str, overrides: list[str]) -> None:
         run_dir, gpu = runs / "compile-cache" / name, gpus[index % len(gpus)]
         seconds = train_once([*base_overrides(data, 3600, run_dir, gpu is not None, name == "oracle", True, epochs=1),
-                              *overrides], run_dir / "done.txt", run_env(gpu, threads))
+                              *overrides, "data.steps_per_epoch=50"], run_dir / "done.txt", run_env(gpu, threads))
         print(f"{name}: compiled in a one-epoch run of {seconds:.0f} s", flush=True)
 
     with ThreadPoolExecutor(max_workers=len(rows)) as pool:

@@ -79,4 +79,5 @@ def test_demo_recipe_trains_the_demo_and_benchmark_recipe_its_budget() -> None:
     assert demo.loss.r1_interval == 16 and demo.trainer.max_time is None  # 600 batches, not the demo's time budget
     bench = composed_run(base_overrides("DATA", 600, Path("RUN"), gpu=True, paired=False))
     assert bench.system.crop_size == 256 and bench.trainer.max_time == "00:00:10:00"
+    assert bench.data.steps_per_epoch == 250  # validations and checkpoint writes every 250 batches in a 10-minute run
     assert bench.data.sim_source == "render"
