@@ -105,7 +105,7 @@ DEMO_BATCHES = ("trainer.max_epochs=12", "trainer.max_time=null")
 def epoch_batches(budget_seconds: int) -> int:
     """Batches per epoch of a run of ``budget_seconds``: 50, and 50 more per 150 s of budget (450 for 20 minutes).
 
-    Every epoch ends with a validation and two or three checkpoint writes, about 4.5 s on a GPU: with epochs of 50
+    Every epoch ends with a validation and two or three checkpoint writes, about 4.4 s on a GPU: with epochs of 50
     batches a compiled run spent nearly half its time on them (docs/benchmarks.md). Longer epochs for longer
     budgets keep that to about a tenth while the curves still get a dozen points or more.
     """
