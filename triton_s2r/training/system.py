@@ -413,7 +413,7 @@ class TritonSystem(pl.LightningModule):
         x_a, projection = m.sim_image(both)
         c_a, c_b = m.generator_sim.encode(x_a), m.generator_real.encode(real)
         x_ab, x_ab_fixed_texture = m.decode_real(c_a, both)
-        n = real.shape[0]
+        n = sample.uv.shape[0]  # the sim batch comes first in the networks' calls
         return Forward(uv=sample.uv, label=sample.label, x_a=x_a[:n], projection=projection[:n], real=real,
                        x_ab=x_ab[:n], x_ab_fixed_texture=x_ab_fixed_texture[:n], c_a=c_a[:n], c_b=c_b,
                        x_ba=m.generator_sim.decode(c_b), robot_x_ab=None if robot is None else x_ab[n:],
