@@ -63,6 +63,24 @@ def test_finished_run_holds_bounded_checkpoints_labels_scene_and_log(finished, d
     assert int(state(run.checkpoint_dir / "best.ckpt")["batches_done"]) == psnr.index(max(psnr)) + 1
 
 
+def test_last_links_to_the_newest_epoch_and_a_lost_link_falls_back_to_it(finished, data_root, tmp_path,
+                                                                         capfd) -> None:
+    """last.ckpt is a link (one write per epoch); killed between removing it and relinking, the rerun goes on."""
+    link = finished / "checkpoints" / "last.ckpt"
+    assert link.is_symlink() and link.resolve().name == "epoch0002.ckpt"
+    run = tmp_path / "unlinked"
+    shutil.copytree(finished, run, symlinks=True)
+    for name in ("status.yaml", "checkpoints/epoch0002.ckpt", "checkpoints/last.ckpt"):
+        (run / name).unlink()  # killed after saving epoch 1, before linking last.ckpt to it
+    assert RunDir(run).last.name == "epoch0001.ckpt"
+    assert train(data_root, run) == 0
+    assert f"continuing {run} from {run / 'checkpoints' / 'epoch0001.ckpt'}" in capfd.readouterr().out
+    assert (run / "checkpoints" / "last.ckpt").resolve().name == "epoch0002.ckpt" and RunDir(run).epochs_done() == 3
+    expected, resumed = state(RunDir(finished).last), state(RunDir(run).last)
+    for key in expected:
+        torch.testing.assert_close(resumed[key], expected[key], rtol=1e-5, atol=1e-6, msg=lambda m, k=key: f"{k}: {m}")
+
+
 def test_rerunning_a_finished_run_says_so_and_trains_nothing(finished, data_root, capfd) -> None:
     mtime = RunDir(finished).last.stat().st_mtime_ns
     assert train(data_root, finished) == 0

@@ -145,11 +145,12 @@ def build_system(cfg: DictConfig):
 def checkpoint_callbacks(run: RunDir, keep: int, validation: bool) -> list[pl.Callback]:
     """``last.ckpt`` and the newest ``keep`` numbered epochs, plus ``best.ckpt`` (best ``val/psnr``) with validation.
 
+    ``last.ckpt`` links to the newest numbered epoch (one write per epoch, not two; a real file when ``keep`` is 0).
     A file of the same name is replaced, never versioned (``-v1``).
     """
     callbacks: list[pl.Callback] = [
         ModelCheckpoint(dirpath=run.checkpoint_dir, filename=EPOCH_PATTERN, auto_insert_metric_name=False,
-                        save_last=True, save_top_k=keep, monitor="epoch", mode="max", every_n_epochs=1,
+                        save_last="link", save_top_k=keep, monitor="epoch", mode="max", every_n_epochs=1,
                         save_on_train_epoch_end=True, enable_version_counter=False)]
     if validation:
         callbacks.append(ModelCheckpoint(dirpath=run.checkpoint_dir, filename=Path(BEST).stem, monitor="val/psnr",

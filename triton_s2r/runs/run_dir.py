@@ -6,7 +6,7 @@ Layout::
     RUN/data.yaml                   the training data's label table, frame size and where the scene copy is
     RUN/scene/scene.yaml, meshes/   a copy of the training scene (benchmark data), pose.npz: one frame's
                                     object poses, to assemble the scene for export
-    RUN/checkpoints/last.ckpt       the newest epoch (what resume and inference load by default)
+    RUN/checkpoints/last.ckpt       the newest epoch, a link to its numbered file (what resume and inference load)
     RUN/checkpoints/best.ckpt       the epoch with the best val/psnr (data with a paired test split)
     RUN/checkpoints/epochNNNN.ckpt  the newest ``checkpoints.keep`` epochs
     RUN/status.yaml                 written when training has run all its epochs
@@ -144,8 +144,16 @@ class RunDir:
 
     @property
     def last(self) -> Path:
-        """``checkpoints/last.ckpt`` (it may not exist yet)."""
-        return self.checkpoint_dir / LAST
+        """The newest epoch's checkpoint: ``checkpoints/last.ckpt`` (it may not exist yet).
+
+        Training keeps ``last.ckpt`` as a link to the newest numbered epoch, replaced at each epoch's end; if a job
+        was killed between removing the old link and making the new one, this is that epoch's file itself.
+        """
+        last = self.checkpoint_dir / LAST
+        if last.is_file():
+            return last
+        epochs = sorted(self.checkpoint_dir.glob("epoch[0-9]*.ckpt")) if self.checkpoint_dir.is_dir() else []
+        return epochs[-1] if epochs else last
 
     @property
     def log_path(self) -> Path:
