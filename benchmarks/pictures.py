@@ -25,6 +25,9 @@ from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.preview import preview_image
 from triton_s2r.utils.files import write_image
 
+#: The test frames pictured unless told otherwise, a row each.
+FRAMES = (0, 3, 6)
+
 
 def to_pictures(images: torch.Tensor) -> np.ndarray:
     """(B, 3, H, W) floats in [0, 1] -> (B, H, W, 3) uint8."""
@@ -68,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--data", type=Path, required=True, help="the benchmark dataset the runs trained on")
     parser.add_argument("--out", type=Path, required=True, help="folder/NAME: writes NAME_frames.jpg (and _textures)")
     parser.add_argument("--runs", type=Path, nargs="+", required=True, help="run directories, one column each")
-    parser.add_argument("--frames", type=int, nargs="+", default=[0, 3, 6], help="test frame indices, one row each")
+    parser.add_argument("--frames", type=int, nargs="+", default=list(FRAMES), help="test frame indices, one row each")
     parser.add_argument("--device", default="auto", help="auto (CUDA when present), cuda or cpu")
     args = parser.parse_args(argv)
     for path in make_pictures(args.data, args.out, args.runs, args.frames, args.device):

@@ -21,10 +21,11 @@ the same dataset. With ``--recipe demo`` each run is instead the README demo's t
 methods render their sim batches in the loop on a GPU (train_sim states); the
 paired ``oracle`` reads the UVL frames and photos of train_real. Runs go to the visible GPUs in turn
 (``CUDA_VISIBLE_DEVICES``); without ``--concurrent`` each GPU trains one run at a time. Writes a markdown
-file (docs/results.md by default) with the card, command, date and commit: one row per run, and with
-several seeds the mean and standard deviation of each method over them. Rerun with the same ``--runs`` after
-an interruption, it keeps every run that finished training (and every evaluation that finished) and redoes
-only the rest.
+file (``RUNS/results.md`` by default, beside the runs) with the card, command, date and commit: one row per run, and
+with several seeds the mean and standard deviation of each method over them; with ``--pictures`` also the first
+seed's translations of three test frames and its textures (``benchmarks.pictures``). Rerun with the same
+``--runs`` after an interruption, it keeps every run that finished training (and every evaluation that finished)
+and redoes only the rest.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.pictures import FRAMES, make_pictures
 from benchmarks.report import commit, machine
 from triton_s2r.runs.run_dir import RunDir, load_checkpoint
 from triton_s2r.training.curves import read_curves
@@ -293,7 +295,10 @@ def main() -> None:
     parser.add_argument("--methods", nargs="*", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0], help="train every row once per seed")
     parser.add_argument("--runs", type=Path, default=Path("outputs/results"), help="where the runs go")
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "docs" / "results.md")
+    parser.add_argument("--out", type=Path, help="the markdown table (default: RUNS/results.md)")
+    parser.add_argument("--pictures", type=Path, metavar="FOLDER/NAME",
+                        help="also write NAME_frames.jpg and NAME_textures.jpg of the first seed's runs, a column "
+                             "(and a texture row) per row of the table (benchmarks.pictures)")
     parser.add_argument("--cpu", action="store_true", help="train on the CPU (frames instead of rendering)")
     parser.add_argument("--concurrent", action="store_true",
                         help="train all runs at once, spread over the visible GPUs (each gets a share of its GPU "
@@ -395,8 +400,14 @@ def main() -> None:
         f"Warp error per label (`warp_error_by_label`, mean over seeds):\n\n"
         f"{by_label_table(outcomes, 'warp_error_by_label', 4)}\n"
     )
-    args.out.write_text(text)
+    out = args.out or args.runs / "results.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
     print(text)
+    if args.pictures:
+        first_seed = [run.run_dir for run, _ in runs if run.seed == args.seeds[0]]
+        for path in make_pictures(Path(args.data), args.pictures, first_seed, FRAMES):
+            print(path)
 
 
 if __name__ == "__main__":
