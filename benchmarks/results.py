@@ -63,8 +63,8 @@ METHODS = {  # method -> extra overrides
     "shaded": ["experiment=shaded"],
 }
 COLUMNS = ("psnr", "psnr_masked", "ssim", "haarpsi", "haarpsi_masked", "colour_error_masked",
-           "colour_error_assigned_masked", "contrast_ratio_masked", "texture_psnr", "real_label_iou_masked",
-           "surface_consistency", "warp_error")
+           "colour_error_assigned_masked", "contrast_ratio_masked", "texture_psnr", "texture_colour_psnr",
+           "real_label_iou_masked", "surface_consistency", "warp_error")
 #: ``triton-s2r downstream`` measures (``--downstream``): a pose regressor trained on each run's translations,
 #: tested on new states and on the real frames of the states it was trained on (the domain gap alone).
 DOWNSTREAM_COLUMNS = ("joint_error_deg", "joint_error_deg_train_states", "object_position_error_cm")
@@ -383,6 +383,9 @@ def main() -> None:
         "better; the real frames' own levels are "
         f"{real['surface_consistency_real']:.4f} and {real['warp_error_real']:.4f}. `texture_psnr`: the learned "
         "textures against the hidden albedo, higher is better; a texture constant on each label scores "
+        f"{cell(real.get('texture_psnr_constant'))}. `texture_colour_psnr`: the same with one colour fit for all "
+        "labels (each label's own colour counts); one colour for every label scores "
+        f"{cell(real.get('texture_colour_psnr_constant'))}, each label's true mean colour about "
         f"{cell(real.get('texture_psnr_constant'))}.\n\n"
         f"Mean ± standard deviation over seeds:\n\n{summary_table(outcomes)}\n\n"
         f"Every run:\n\n" + "\n".join(per_run) + "\n\n" + references +

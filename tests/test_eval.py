@@ -130,6 +130,7 @@ def test_eval_of_the_real_frames_themselves_is_perfect(data_root, manifest, tmp_
     assert result["surface_consistency"] == pytest.approx(result["surface_consistency_real"])
     assert {key: result[key] for key in paired_counts(manifest)} == paired_counts(manifest)
     assert result["texture_psnr"] is None and "run directory" in result["absent"]["texture_psnr"]
+    assert result["texture_colour_psnr"] is None and "run directory" in result["absent"]["texture_colour_psnr"]
     assert 0 < result["texture_psnr_constant"] < 100  # the dataset's level, reported for any source
     assert result["real_label_iou_masked"] is None and "run directory" in result["absent"]["real_label_iou_masked"]
     assert "from a frames folder" in capsys.readouterr().out
@@ -195,10 +196,13 @@ def test_texture_recovery_of_the_run_and_of_perfect_textures(run_dir, data_root,
     hidden = read_hidden_albedo(BenchmarkDataset.open(data_root), 64)
     monkeypatch.setattr(Translator, "bake_textures", lambda self, resolution: hidden)
     perfect = evaluate(run_dir, data_root, device="cpu", progress=False, texture_resolution=64)
-    assert perfect["texture_psnr"] == 100.0
+    assert perfect["texture_psnr"] == 100.0 and perfect["texture_colour_psnr"] == 100.0
     assert [k for k, v in perfect["texture_psnr_by_label"].items() if v is None] == \
         [k for k, v in by_label.items() if v is None]
     assert perfect["texture_psnr_constant"] == result["texture_psnr_constant"] < 100.0
+    # One colour for every label recovers less than each label's own mean colour.
+    assert 0 < result["texture_colour_psnr_constant"] < result["texture_psnr_constant"]
+    assert 0 < result["texture_colour_psnr"] < 60 and "texture_colour_psnr" not in result["absent"]
     # Textures of one colour per label, any colours, score the constant level: no pattern, nothing recovered.
     flat = torch.rand(hidden.shape[0], 3, 1, 1, generator=torch.Generator().manual_seed(0)).expand_as(hidden)
     monkeypatch.setattr(Translator, "bake_textures", lambda self, resolution: flat)
@@ -216,6 +220,7 @@ def test_datasets_without_hidden_textures_report_null(run_dir, data_root, tmp_pa
     assert result["texture_psnr"] is None and all(v is None for v in result["texture_psnr_by_label"].values())
     assert "make-dataset" in result["absent"]["texture_psnr"] and math.isfinite(result["psnr"])
     assert result["texture_psnr_constant"] is None and "make-dataset" in result["absent"]["texture_psnr_constant"]
+    assert result["texture_colour_psnr"] is None and "make-dataset" in result["absent"]["texture_colour_psnr"]
 
 
 def test_hidden_albedo_is_where_the_uvs_say(data_root) -> None:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from triton_s2r.evaluation.texture_recovery import affine_colour_fit, seen_texels, texture_psnr
+from triton_s2r.evaluation.texture_recovery import affine_colour_fit, seen_texels, texture_colour_psnr, texture_psnr
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.tabletop.materials import alphabet_block_material, can_material
 
@@ -65,3 +65,25 @@ def test_affine_fit_of_a_constant_is_the_mean() -> None:
     target = torch.rand(50, 3, generator=torch.Generator().manual_seed(0))
     fitted = affine_colour_fit(torch.full((50, 3), 0.4), target)
     torch.testing.assert_close(fitted, target.mean(0).expand(50, 3), atol=1e-5, rtol=0)
+
+
+def test_the_shared_colour_fit_asks_each_label_for_its_own_colour() -> None:
+    """Six labels of distinct colours, faintly patterned: colours swapped between labels are forgiven per label only."""
+    generator = torch.Generator().manual_seed(0)
+    hidden = (torch.rand(6, 3, 1, 1, generator=generator) * 0.6 + 0.2
+              + torch.rand(6, 3, R, R, generator=generator) * 0.1)
+    seen = torch.ones(6, R, R, dtype=torch.bool)
+    seen[0, 1:] = False  # a label of one row weighs as much as the others in the shared fit
+    means = torch.stack([hidden[k].permute(1, 2, 0)[seen[k]].mean(0) for k in range(6)])[:, :, None, None]
+    means = means.expand_as(hidden).contiguous()
+    swapped = means.roll(1, dims=0)
+    constant_level = texture_psnr(means, hidden, seen)
+    torch.testing.assert_close(texture_psnr(swapped, hidden, seen), constant_level)
+    torch.testing.assert_close(texture_colour_psnr(means, hidden, seen), constant_level, atol=1e-3, rtol=0)
+    assert texture_colour_psnr(swapped, hidden, seen).mean() < constant_level.mean() - 3
+    assert texture_colour_psnr(torch.zeros_like(hidden), hidden, seen).mean() < constant_level.mean() - 3
+    # One global white balance and exposure change is still forgiven.
+    mix = torch.tensor([[0.6, 0.1, 0.0], [0.05, 0.5, 0.1], [0.0, 0.2, 0.4]])
+    recoloured = (torch.einsum("ij,kjhw->kihw", mix, hidden) + 0.1).clamp(0, 1)
+    assert (texture_colour_psnr(recoloured, hidden, seen) > 60).all()
+    assert texture_colour_psnr(hidden, hidden, seen).tolist() == [100.0] * 6

@@ -19,6 +19,12 @@ Definition (``texture_psnr``), per label l:
 4. PSNR = 10 log10(1 / MSE) over the seen texels and RGB channels, capped at 100 dB (a perfect texture).
 
 ``texture_psnr`` in eval's JSON is the mean over the labels that have seen texels.
+
+``texture_colour_psnr`` is the same with step 3 replaced by ONE affine map for all labels together (each label
+weighing equally in its fit): it forgives a global colour transform, but not labels whose colours are wrong
+relative to each other, so it also asks whether each texture carries its surface's own colour. A texture that
+holds each label's true mean colour and nothing else scores about ``texture_psnr``'s constant level; one colour
+for every label scores lower (``texture_colour_psnr_constant`` in eval's JSON).
 """
 
 from __future__ import annotations
@@ -87,25 +93,39 @@ def seen_texels(gbuffer: GBuffer, num_labels: int, resolution: int) -> Tensor:
     return (counts > 0).view(num_labels, resolution, resolution)
 
 
-def affine_colour_fit(learned: Tensor, hidden: Tensor) -> Tensor:
+def affine_colour_fit(learned: Tensor, hidden: Tensor, weight: Tensor | None = None) -> Tensor:
     """The least-squares affine map of ``learned`` colours onto ``hidden`` ones, applied and clamped.
 
     Args:
         learned: (N, 3) float colours.
         hidden: (N, 3) float colours in [0, 1], the targets.
+        weight: (N,) float > 0, each colour's weight in the fit; None: all equal.
 
     Returns:
         (N, 3) float32 in [0, 1]: ``clamp([learned, 1] @ A)`` with the 4 x 3 ``A`` minimising
-        ``||[learned, 1] @ A - hidden||²`` (minimum-norm solution when ``learned`` is degenerate, e.g.
-        constant: then the fit is the mean hidden colour).
+        ``sum weight * ||[learned, 1] @ A - hidden||²`` (minimum-norm solution when ``learned`` is degenerate,
+        e.g. constant: then the fit is the weighted mean hidden colour).
     """
     design = torch.cat([learned.double(), torch.ones_like(learned[:, :1], dtype=torch.float64)], dim=1)
-    solution = torch.linalg.lstsq(design, hidden.double(), driver="gelsd").solution  # (4, 3)
+    root = torch.ones_like(design[:, :1]) if weight is None else weight.double().sqrt()[:, None]
+    solution = torch.linalg.lstsq(design * root, hidden.double() * root, driver="gelsd").solution  # (4, 3)
     return (design @ solution).clamp(0, 1).float()
 
 
+def _check_shapes(learned: Tensor, hidden: Tensor, seen: Tensor) -> None:
+    if learned.shape != hidden.shape or learned.shape[1] != 3 or seen.shape != (learned.shape[0], *learned.shape[2:]):
+        raise ValueError(f"texture recovery: learned {tuple(learned.shape)} and hidden {tuple(hidden.shape)} must both "
+                         f"be (K, 3, R, R), seen (K, R, R), got {tuple(seen.shape)}")
+
+
+def _psnr(fitted: Tensor, target: Tensor) -> float:
+    """PSNR of (N, 3) colours in [0, 1], capped at ``MAX_PSNR``."""
+    mse = (fitted.double() - target.double()).pow(2).mean()
+    return min(MAX_PSNR, float(10 * torch.log10(1 / mse))) if mse > 0 else MAX_PSNR
+
+
 def texture_psnr(learned: Tensor, hidden: Tensor, seen: Tensor) -> Tensor:
-    """Per-label PSNR of the learned texture against the hidden albedo, after the affine colour fit.
+    """Per-label PSNR of the learned texture against the hidden albedo, after a per-label affine colour fit.
 
     Args:
         learned: (K, 3, R, R) float in [0, 1], rows u, columns v (``Translator.bake_textures``).
@@ -115,17 +135,34 @@ def texture_psnr(learned: Tensor, hidden: Tensor, seen: Tensor) -> Tensor:
     Returns:
         (K,) float32 dB in [0, 100]; NaN for labels with no seen texel.
     """
-    if learned.shape != hidden.shape or learned.shape[1] != 3 or seen.shape != (learned.shape[0], *learned.shape[2:]):
-        raise ValueError(f"texture_psnr: learned {tuple(learned.shape)} and hidden {tuple(hidden.shape)} must both be "
-                         f"(K, 3, R, R), seen (K, R, R), got {tuple(seen.shape)}")
+    _check_shapes(learned, hidden, seen)
     values = []
     for label in range(learned.shape[0]):
         mask = seen[label]
         if not mask.any():
             values.append(float("nan"))
             continue
-        target = hidden[label].permute(1, 2, 0)[mask].double()  # (N, 3)
-        fitted = affine_colour_fit(learned[label].permute(1, 2, 0)[mask], target).double()
-        mse = (fitted - target).pow(2).mean()
-        values.append(min(MAX_PSNR, float(10 * torch.log10(1 / mse))) if mse > 0 else MAX_PSNR)
+        target = hidden[label].permute(1, 2, 0)[mask]  # (N, 3)
+        values.append(_psnr(affine_colour_fit(learned[label].permute(1, 2, 0)[mask], target), target))
     return torch.tensor(values, dtype=torch.float32)
+
+
+def texture_colour_psnr(learned: Tensor, hidden: Tensor, seen: Tensor) -> Tensor:
+    """Per-label PSNR of the learned texture against the hidden albedo, after ONE affine colour fit for all labels.
+
+    Args and returns as ``texture_psnr``; each label's seen texels weigh 1 / their number in the shared fit, so
+    that every label counts equally whatever its size.
+    """
+    _check_shapes(learned, hidden, seen)
+    shown = [label for label in range(learned.shape[0]) if seen[label].any()]
+    values = torch.full((learned.shape[0],), float("nan"))
+    if not shown:
+        return values
+    learned_colours = [learned[label].permute(1, 2, 0)[seen[label]] for label in shown]  # (N_l, 3) each
+    targets = [hidden[label].permute(1, 2, 0)[seen[label]] for label in shown]
+    weight = torch.cat([torch.full((len(colours),), 1.0 / len(colours)) for colours in learned_colours])
+    fitted = affine_colour_fit(torch.cat(learned_colours), torch.cat(targets), weight).split(
+        [len(colours) for colours in learned_colours])
+    for label, fit, target in zip(shown, fitted, targets, strict=True):
+        values[label] = _psnr(fit, target)
+    return values
