@@ -384,8 +384,8 @@ def main() -> None:
         f"{real['surface_consistency_real']:.4f} and {real['warp_error_real']:.4f}. `texture_psnr`: the learned "
         "textures against the hidden albedo, higher is better; a texture constant on each label scores "
         f"{cell(real.get('texture_psnr_constant'))}. `texture_colour_psnr`: the same with one colour fit for all "
-        "labels (each label's own colour counts); one colour for every label scores "
-        f"{cell(real.get('texture_colour_psnr_constant'))}, each label's true mean colour about "
+        "labels (each label's own colour counts); the labels' true colours shuffled among them score "
+        f"{cell(real.get('texture_colour_psnr_shuffled'))} (chance), each label's true mean colour about "
         f"{cell(real.get('texture_psnr_constant'))}.\n\n"
         f"Mean ± standard deviation over seeds:\n\n{summary_table(outcomes)}\n\n"
         f"Every run:\n\n" + "\n".join(per_run) + "\n\n" + references +

@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 import torch
 
-from triton_s2r.evaluation.texture_recovery import affine_colour_fit, seen_texels, texture_colour_psnr, texture_psnr
+from triton_s2r.evaluation.texture_recovery import (
+    affine_colour_fit,
+    seen_texels,
+    shuffled_colour_level,
+    texture_colour_psnr,
+    texture_psnr,
+)
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.tabletop.materials import alphabet_block_material, can_material
 
@@ -81,6 +87,10 @@ def test_the_shared_colour_fit_asks_each_label_for_its_own_colour() -> None:
     torch.testing.assert_close(texture_psnr(swapped, hidden, seen), constant_level)
     torch.testing.assert_close(texture_colour_psnr(means, hidden, seen), constant_level, atol=1e-3, rtol=0)
     assert texture_colour_psnr(swapped, hidden, seen).mean() < constant_level.mean() - 3
+    # Chance, the true colours on random labels, stays well below each label's own colour.
+    chance = shuffled_colour_level(hidden, seen)
+    assert chance < constant_level.mean() - 2
+    assert chance == shuffled_colour_level(hidden, seen)  # seeded
     assert texture_colour_psnr(torch.zeros_like(hidden), hidden, seen).mean() < constant_level.mean() - 3
     # One global white balance and exposure change is still forgiven.
     mix = torch.tensor([[0.6, 0.1, 0.0], [0.05, 0.5, 0.1], [0.0, 0.2, 0.4]])

@@ -76,7 +76,7 @@ def _eval(args: argparse.Namespace) -> int:
     out = write_metrics(result, args.out)
     shown = ("psnr", "psnr_masked", "ssim", "haarpsi", "haarpsi_masked", "colour_error_masked",
              "colour_error_assigned_masked", "contrast_ratio_masked", "texture_psnr", "texture_psnr_constant",
-             "texture_colour_psnr", "texture_colour_psnr_constant", "real_label_iou_masked", "surface_consistency",
+             "texture_colour_psnr", "texture_colour_psnr_shuffled", "real_label_iou_masked", "surface_consistency",
              "surface_consistency_real", "warp_error", "warp_error_real")
     print("  ".join(f"{k}={result[k]:.4f}" for k in shown if result[k] is not None))
     print(f"wrote {out.resolve()} ({result['n_frames']} paired frames, {result['n_sequences']} sequences, "
@@ -275,7 +275,8 @@ def _add_eval_command(sub: argparse._SubParsersAction) -> None:
         "the benchmark's hidden albedo after a per-label affine colour fit, over the texels the frames show; "
         "texture_psnr_constant, for any source: the score of a texture constant on each label, the level to beat), "
         "texture_colour_psnr (runs only: the same with one affine colour fit for all labels, so each label's own "
-        "colour counts; texture_colour_psnr_constant: one colour for every label, the level to beat), "
+        "colour counts; texture_colour_psnr_shuffled: the labels' true colours shuffled among them, the chance level "
+        "to beat), "
         "real_label_iou_by_label and real_label_iou_masked (runs only: how the run's real->sim translator labels "
         "the real frames, intersection over union with their true labels; higher is better), n_frames, source, "
         "and the dataset and checkpoint. FID, KID and LPIPS need pretrained weights and are "

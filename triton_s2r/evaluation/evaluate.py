@@ -29,8 +29,9 @@ per-label affine colour fit, ``texture_psnr`` and ``texture_psnr_by_label``
 (``triton_s2r.evaluation.texture_recovery``); for any source, ``texture_psnr_constant``, the score of a texture
 constant on each label (each label's mean albedo), the level a learned texture has to beat. ``texture_colour_psnr``
 fits one affine colour map for all labels instead, so it also asks whether each texture has its own surface's
-colour; ``texture_colour_psnr_constant`` scores one colour for every label, the level to beat there, while a texture
-that holds each label's true mean colour alone reaches about ``texture_psnr_constant``.
+colour; ``texture_colour_psnr_shuffled`` scores the labels' true mean colours shuffled among the labels, the chance
+level to beat there, while a texture that holds each label's true mean colour alone reaches about
+``texture_psnr_constant``.
 Real-frame labelling (runs only): how the run's real->sim translator labels the paired real frames against
 their true labels, intersection over union per label (``real_label_iou_by_label``, void included) and over
 objects and robot (``real_label_iou_masked``): the real -> sim -> real cycle can tie an object to its real
@@ -214,20 +215,19 @@ def _texture_recovery(translator: Translator | None, dataset: BenchmarkDataset, 
 
     The keys: ``texture_psnr``, ``texture_psnr_by_label`` and ``texture_colour_psnr`` (the run's learned textures;
     null without a translator), ``texture_psnr_constant`` (a texture constant on each label) and
-    ``texture_colour_psnr_constant`` (one colour for every label); all null without hidden albedo.
+    ``texture_colour_psnr_shuffled`` (the labels' true colours on random labels); all null without hidden albedo.
     """
     names = list(dataset.labels.names)
     result: dict = {"texture_psnr": None, "texture_psnr_by_label": {name: None for name in names},
-                    "texture_psnr_constant": None, "texture_colour_psnr": None, "texture_colour_psnr_constant": None}
+                    "texture_psnr_constant": None, "texture_colour_psnr": None, "texture_colour_psnr_shuffled": None}
     hidden = texture_recovery.read_hidden_albedo(dataset, resolution)
     if hidden is None:
-        keys = ("texture_psnr", "texture_psnr_constant", "texture_colour_psnr", "texture_colour_psnr_constant")
+        keys = ("texture_psnr", "texture_psnr_constant", "texture_colour_psnr", "texture_colour_psnr_shuffled")
         return result, {key: texture_recovery.NO_HIDDEN for key in keys}
     seen = texture_recovery.seen_texels(gbuffer, len(names), resolution)
-    # A constant texture: the per-label fit makes it each label's mean hidden colour, the shared fit one colour.
-    flat = torch.zeros_like(hidden)
-    result["texture_psnr_constant"] = _mean_shown(texture_recovery.texture_psnr(flat, hidden, seen))
-    result["texture_colour_psnr_constant"] = _mean_shown(texture_recovery.texture_colour_psnr(flat, hidden, seen))
+    # A texture constant on each label: the affine fit makes it the label's mean hidden colour.
+    result["texture_psnr_constant"] = _mean_shown(texture_recovery.texture_psnr(torch.zeros_like(hidden), hidden, seen))
+    result["texture_colour_psnr_shuffled"] = texture_recovery.shuffled_colour_level(hidden, seen)
     if translator is None:
         return result, {"texture_psnr": NO_TEXTURE, "texture_colour_psnr": NO_TEXTURE}
     learned = translator.bake_textures(resolution).cpu()

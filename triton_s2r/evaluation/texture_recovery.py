@@ -23,8 +23,9 @@ Definition (``texture_psnr``), per label l:
 ``texture_colour_psnr`` is the same with step 3 replaced by ONE affine map for all labels together (each label
 weighing equally in its fit): it forgives a global colour transform, but not labels whose colours are wrong
 relative to each other, so it also asks whether each texture carries its surface's own colour. A texture that
-holds each label's true mean colour and nothing else scores about ``texture_psnr``'s constant level; one colour
-for every label scores lower (``texture_colour_psnr_constant`` in eval's JSON).
+holds each label's true mean colour and nothing else scores about ``texture_psnr``'s constant level. The shared
+map still fits any K distinct colours part of the way, so the level to beat is chance, ``shuffled_colour_level``:
+the labels' true mean colours, each given to a label drawn at random.
 """
 
 from __future__ import annotations
@@ -166,3 +167,31 @@ def texture_colour_psnr(learned: Tensor, hidden: Tensor, seen: Tensor) -> Tensor
     for label, fit, target in zip(shown, fitted, targets, strict=True):
         values[label] = _psnr(fit, target)
     return values
+
+
+def shuffled_colour_level(hidden: Tensor, seen: Tensor, draws: int = 20, seed: int = 0) -> float:
+    """Chance level of ``texture_colour_psnr``: real colours on the wrong surfaces.
+
+    Textures that hold the labels' true mean colours (over their seen texels), shuffled among the labels that
+    have seen texels by ``draws`` seeded random permutations; the mean of their mean ``texture_colour_psnr``.
+
+    Args:
+        hidden: (K, 3, R, R) float in [0, 1] (``read_hidden_albedo``).
+        seen: (K, R, R) bool (``seen_texels``).
+        draws: permutations averaged.
+        seed: seeds the permutations.
+
+    Returns:
+        dB; NaN when no label has a seen texel.
+    """
+    shown = [label for label in range(hidden.shape[0]) if seen[label].any()]
+    if not shown:
+        return float("nan")
+    means = torch.stack([hidden[label].permute(1, 2, 0)[seen[label]].mean(0) for label in shown])  # (S, 3)
+    generator = torch.Generator().manual_seed(seed)
+    scores = []
+    for _ in range(draws):
+        shuffled = torch.full_like(hidden[:, :, :1, :1], 0.5)  # (K, 3, 1, 1); labels never seen do not count
+        shuffled[shown] = means[torch.randperm(len(shown), generator=generator)][:, :, None, None]
+        scores.append(texture_colour_psnr(shuffled.expand_as(hidden), hidden, seen).nanmean())
+    return float(torch.stack(scores).mean())
