@@ -119,6 +119,11 @@ def _check_shapes(learned: Tensor, hidden: Tensor, seen: Tensor) -> None:
                          f"be (K, 3, R, R), seen (K, R, R), got {tuple(seen.shape)}")
 
 
+def _seen_colours(textures: Tensor, seen: Tensor, label: int) -> Tensor:
+    """(N, 3) colours of label ``label``'s seen texels, from (K, 3, R, R) ``textures`` and (K, R, R) ``seen``."""
+    return textures[label].permute(1, 2, 0)[seen[label]]
+
+
 def _psnr(fitted: Tensor, target: Tensor) -> float:
     """PSNR of (N, 3) colours in [0, 1], capped at ``MAX_PSNR``."""
     mse = (fitted.double() - target.double()).pow(2).mean()
@@ -139,12 +144,11 @@ def texture_psnr(learned: Tensor, hidden: Tensor, seen: Tensor) -> Tensor:
     _check_shapes(learned, hidden, seen)
     values = []
     for label in range(learned.shape[0]):
-        mask = seen[label]
-        if not mask.any():
+        if not seen[label].any():
             values.append(float("nan"))
             continue
-        target = hidden[label].permute(1, 2, 0)[mask]  # (N, 3)
-        values.append(_psnr(affine_colour_fit(learned[label].permute(1, 2, 0)[mask], target), target))
+        target = _seen_colours(hidden, seen, label)
+        values.append(_psnr(affine_colour_fit(_seen_colours(learned, seen, label), target), target))
     return torch.tensor(values, dtype=torch.float32)
 
 
@@ -159,8 +163,8 @@ def texture_colour_psnr(learned: Tensor, hidden: Tensor, seen: Tensor) -> Tensor
     values = torch.full((learned.shape[0],), float("nan"))
     if not shown:
         return values
-    learned_colours = [learned[label].permute(1, 2, 0)[seen[label]] for label in shown]  # (N_l, 3) each
-    targets = [hidden[label].permute(1, 2, 0)[seen[label]] for label in shown]
+    learned_colours = [_seen_colours(learned, seen, label) for label in shown]  # (N_l, 3) each
+    targets = [_seen_colours(hidden, seen, label) for label in shown]
     weight = torch.cat([torch.full((len(colours),), 1.0 / len(colours)) for colours in learned_colours])
     fitted = affine_colour_fit(torch.cat(learned_colours), torch.cat(targets), weight).split(
         [len(colours) for colours in learned_colours])
@@ -187,7 +191,7 @@ def shuffled_colour_level(hidden: Tensor, seen: Tensor, draws: int = 20, seed: i
     shown = [label for label in range(hidden.shape[0]) if seen[label].any()]
     if not shown:
         return float("nan")
-    means = torch.stack([hidden[label].permute(1, 2, 0)[seen[label]].mean(0) for label in shown])  # (S, 3)
+    means = torch.stack([_seen_colours(hidden, seen, label).mean(0) for label in shown])  # (S, 3)
     generator = torch.Generator().manual_seed(seed)
     scores = []
     for _ in range(draws):
