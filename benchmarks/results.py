@@ -25,7 +25,10 @@ file (``RUNS/results.md`` by default, beside the runs) with the card, command, d
 with several seeds the mean and standard deviation of each method over them; with ``--pictures`` also the first
 seed's translations of three test frames and its textures (``benchmarks.pictures``). Rerun with the same
 ``--runs`` after an interruption, it keeps every run that finished training (and every evaluation that finished)
-and redoes only the rest.
+and redoes only the rest. A run that fails (its card out of memory, say) stops no other: the table holds the runs that
+finished and names the failed ones with the reason, and the command exits with an error. With ``--concurrent`` mind
+the card's memory: a compiled ``triton`` run of this recipe holds up to about 14.5 GiB, so nine fit on a 140 GiB
+card and twelve do not (``no_texture`` and ``oracle`` runs hold less).
 """
 
 from __future__ import annotations
@@ -94,6 +97,26 @@ class Outcome:
     train_seconds: float
     batches: int
     curves: list[dict]
+
+
+def failure_reason(run: Run, error: subprocess.CalledProcessError) -> str:
+    """Why a run's training or evaluation failed, from the tail of its ``train.log``, with what to do about it."""
+    log = run.run_dir / "train.log"
+    tail = log.read_text(errors="replace")[-20000:] if log.is_file() else ""
+    if "OutOfMemoryError" in tail or "out of memory" in tail:
+        return (f"out of GPU memory ({log}): too many runs share the card; give fewer rows or seeds per GPU, "
+                "or more GPUs, or drop --concurrent")
+    step = "training" if "triton_s2r.train" in error.cmd else f"`triton-s2r {error.cmd[3]}`"
+    return f"{step} exited with status {error.returncode} (its output: this command's log; the run's: {log})"
+
+
+def failures_section(failures: list[tuple[Run, str]]) -> str:
+    """The table's note on runs that failed: which, why, and that a rerun with the same ``--runs`` retries them."""
+    if not failures:
+        return ""
+    lines = [f"- {run.name}, seed {run.seed}: {reason}" for run, reason in failures]
+    return (f"**{len(failures)} runs failed** and are not in the tables (rerun the same command with the same `--runs` "
+            "to retry only them; finished runs and evaluations are kept):\n\n" + "\n".join(lines) + "\n\n")
 
 
 RECIPES = ("benchmark", "demo")
@@ -350,7 +373,16 @@ def main() -> None:
                                    args.downstream, args.compile, args.recipe) for run, gpu in runs]
         else:
             futures = [pool.submit(on_next_free_gpu, run) for run, _ in runs]
-        outcomes = [future.result() for future in futures]
+        outcomes: list[Outcome] = []
+        failures: list[tuple[Run, str]] = []
+        for (run, _), future in zip(runs, futures, strict=True):
+            try:
+                outcomes.append(future.result())
+            except subprocess.CalledProcessError as error:  # one run's failure (e.g. memory) spoils no other run
+                failures.append((run, failure_reason(run, error)))
+                print(f"{run.name}, seed {run.seed} failed: {failures[-1][1]}", flush=True)
+    if not outcomes:
+        sys.exit("every run failed:\n" + failures_section(failures))
 
     columns = COLUMNS + (DOWNSTREAM_COLUMNS if args.downstream else ())
     per_run = ["| method | seed | " + " | ".join(columns) + " | train wall s | batches |",
@@ -387,6 +419,7 @@ def main() -> None:
         "labels (each label's own colour counts); the labels' true colours shuffled among them score "
         f"{cell(real.get('texture_colour_psnr_shuffled'))} (chance), each label's true mean colour about "
         f"{cell(real.get('texture_psnr_constant'))}.\n\n"
+        + failures_section(failures) +
         f"Mean ± standard deviation over seeds:\n\n{summary_table(outcomes)}\n\n"
         f"Every run:\n\n" + "\n".join(per_run) + "\n\n" + references +
         f"Validation during training (`RUN/curves.csv`), a quarter of the way and at the end:\n\n"
@@ -408,9 +441,11 @@ def main() -> None:
     out.write_text(text)
     print(text)
     if args.pictures:
-        first_seed = [run.run_dir for run, _ in runs if run.seed == args.seeds[0]]
+        first_seed = [o.run.run_dir for o in outcomes if o.run.seed == args.seeds[0]]
         for path in make_pictures(Path(args.data), args.pictures, first_seed, FRAMES):
             print(path)
+    if failures:
+        sys.exit(f"{len(failures)} of {len(runs)} runs failed; the table of the others: {out}")
 
 
 if __name__ == "__main__":

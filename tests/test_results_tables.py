@@ -81,3 +81,20 @@ def test_demo_recipe_trains_the_demo_and_benchmark_recipe_its_budget() -> None:
     assert bench.system.crop_size == 256 and bench.trainer.max_time == "00:00:10:00"
     assert bench.data.steps_per_epoch == 250  # validations and checkpoint writes every 250 batches in a 10-minute run
     assert bench.data.sim_source == "render"
+
+
+def test_a_failed_run_is_named_with_its_reason(tmp_path: Path) -> None:
+    import subprocess
+
+    from benchmarks.results import failure_reason, failures_section
+
+    oom, other = Run("triton", 0, (), tmp_path / "a"), Run("triton", 1, (), tmp_path / "b")
+    oom.run_dir.mkdir()
+    (oom.run_dir / "train.log").write_text("...\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB\n")
+    train = subprocess.CalledProcessError(1, ["python", "-m", "triton_s2r.train", "data.root=D"])
+    evaluate = subprocess.CalledProcessError(2, ["python", "-m", "triton_s2r.cli", "eval", "RUN", "D"])
+    assert failure_reason(oom, train).startswith("out of GPU memory")
+    assert failure_reason(other, evaluate).startswith("`triton-s2r eval` exited with status 2")
+    section = failures_section([(oom, "out of GPU memory"), (other, "status 2")])
+    assert "**2 runs failed**" in section and "- triton, seed 1: status 2" in section
+    assert failures_section([]) == ""
