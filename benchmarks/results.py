@@ -26,9 +26,10 @@ with several seeds the mean and standard deviation of each method over them; wit
 seed's translations of three test frames and its textures (``benchmarks.pictures``). Rerun with the same
 ``--runs`` after an interruption, it keeps every run that finished training (and every evaluation that finished)
 and redoes only the rest. A run that fails (its card out of memory, say) stops no other: the table holds the runs that
-finished and names the failed ones with the reason, and the command exits with an error. With ``--concurrent`` mind
-the card's memory: a compiled ``triton`` run of this recipe holds up to about 14.5 GiB, so nine fit on a 140 GiB
-card and twelve do not (``no_texture`` and ``oracle`` runs hold less).
+finished and names the failed ones with the reason, and the command exits with an error. With ``--concurrent --compile``
+it first checks, from the compile runs' peak memory, that every GPU holds its runs at once, and stops with advice
+before the timed runs if one does not (a compiled ``triton`` run of this recipe holds about 14.5 GiB: nine fit a
+140 GiB card, twelve do not; ``no_texture`` and ``oracle`` runs hold less).
 """
 
 from __future__ import annotations
@@ -117,6 +118,43 @@ def failures_section(failures: list[tuple[Run, str]]) -> str:
     lines = [f"- {run.name}, seed {run.seed}: {reason}" for run, reason in failures]
     return (f"**{len(failures)} runs failed** and are not in the tables (rerun the same command with the same `--runs` "
             "to retry only them; finished runs and evaluations are kept):\n\n" + "\n".join(lines) + "\n\n")
+
+
+#: Besides what torch's allocator reserves, each training process's CUDA context holds about half a GiB.
+CONTEXT_GIB = 0.6
+
+
+def memory_shortfalls(loads: dict[str, list[str]], peaks: dict[str, float],
+                      capacity_gib: dict[str, float]) -> list[str]:
+    """The GPUs that cannot hold their runs at once, one line each.
+
+    Args:
+        loads: GPU -> the row names of the runs it trains at once (a name once per seed).
+        peaks: row name -> the peak memory (GiB) its compile run reserved; rows without one count their context only.
+        capacity_gib: GPU -> its memory (GiB).
+    """
+    lines = []
+    for gpu, names in loads.items():
+        need = sum(peaks.get(name, 0.0) + CONTEXT_GIB for name in names)
+        if need > capacity_gib[gpu]:
+            rows = ", ".join(f"{name} {peaks[name]:.1f} GiB x{names.count(name)}"
+                             for name in dict.fromkeys(names) if name in peaks)
+            lines.append(f"GPU {gpu} ({capacity_gib[gpu]:.0f} GiB) would need {need:.0f} GiB for its {len(names)} runs "
+                         f"at once ({rows}, and {CONTEXT_GIB} GiB of CUDA context each)")
+    return lines
+
+
+def check_memory(runs: Sequence[tuple[Run, str | None]], runs_dir: Path, gpus: Sequence[str | None]) -> None:
+    """Stop before the timed runs if a GPU cannot hold its concurrent runs (their rows' compile-run peaks)."""
+    peaks = {name: peak for name in {run.name for run, _ in runs}
+             if (peak := RunDir(runs_dir / "compile-cache" / name).status().get("peak_gpu_memory_gib")) is not None}
+    loads: dict[str, list[str]] = {}
+    for run, gpu in runs:
+        loads.setdefault(str(gpu), []).append(run.name)
+    capacity = {str(gpu): torch.cuda.get_device_properties(i).total_memory / 2**30 for i, gpu in enumerate(gpus)}
+    if shortfalls := memory_shortfalls(loads, peaks, capacity):
+        sys.exit("\n".join(shortfalls) + "\nTrain fewer rows or seeds per GPU, use more GPUs, or drop --concurrent "
+                 "(one run at a time per GPU); the compile cache is kept for the next try.")
 
 
 RECIPES = ("benchmark", "demo")
@@ -355,6 +393,8 @@ def main() -> None:
     threads = max(1, len(os.sched_getaffinity(0)) // workers)  # runs at once share the cores, not oversubscribe
     if args.compile:
         fill_compile_cache(rows, args.data, args.runs, gpus, threads)
+        if args.concurrent:
+            check_memory(runs, args.runs, gpus)
     free_gpus: queue.Queue = queue.Queue()
     for gpu in gpus:
         free_gpus.put(gpu)

@@ -98,3 +98,16 @@ def test_a_failed_run_is_named_with_its_reason(tmp_path: Path) -> None:
     section = failures_section([(oom, "out of GPU memory"), (other, "status 2")])
     assert "**2 runs failed**" in section and "- triton, seed 1: status 2" in section
     assert failures_section([]) == ""
+
+
+def test_memory_shortfalls_name_the_gpus_that_cannot_hold_their_runs() -> None:
+    from benchmarks.results import CONTEXT_GIB, memory_shortfalls
+
+    peaks = {"triton": 14.0, "no_texture": 8.0}
+    fits = {"0": ["triton"] * 4 + ["no_texture"] * 4}  # 88 GiB and contexts
+    full = {"1": ["triton"] * 12}  # 168 GiB and contexts: the 2026-11-30 call that ran out of memory
+    lines = memory_shortfalls({**fits, **full}, peaks, {"0": 140.0, "1": 140.0})
+    assert len(lines) == 1 and lines[0].startswith("GPU 1 (140 GiB) would need 175 GiB for its 12 runs")
+    assert "triton 14.0 GiB x12" in lines[0] and f"{CONTEXT_GIB} GiB of CUDA context" in lines[0]
+    # A row whose compile run recorded no peak counts its context only.
+    assert memory_shortfalls({"0": ["oracle"] * 12}, peaks, {"0": 140.0}) == []

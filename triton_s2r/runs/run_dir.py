@@ -255,20 +255,27 @@ class RunDir:
         status = self.status()
         return int(status.get("epochs", 0)) >= max_epochs or status.get("stopped_by") == "max_time"
 
-    def mark_finished(self, epochs: int, batches: int, stopped_by: str = "max_epochs") -> None:
+    def mark_finished(self, epochs: int, batches: int, stopped_by: str = "max_epochs",
+                      peak_gpu_memory_gib: float | None = None) -> None:
         """Record that training ran to its end: ``epochs`` epochs (``batches`` batches).
 
-        ``stopped_by``: ``"max_epochs"``, or ``"max_time"`` when its time budget ended it.
+        ``stopped_by``: ``"max_epochs"``, or ``"max_time"`` when its time budget ended it. ``peak_gpu_memory_gib``:
+        the most GPU memory the training process reserved (torch's allocator, GiB), None on the CPU.
         """
         if stopped_by not in ("max_epochs", "max_time"):
             raise ValueError(f"stopped_by must be 'max_epochs' or 'max_time', got {stopped_by!r}")
         status = {"finished": True, "epochs": epochs, "batches": batches, "stopped_by": stopped_by,
                   "time": datetime.datetime.now().isoformat(timespec="seconds")}
+        if peak_gpu_memory_gib is not None:
+            status["peak_gpu_memory_gib"] = round(peak_gpu_memory_gib, 2)
         with atomic_write(self.path / STATUS) as tmp:
             tmp.write_text(yaml.safe_dump(status, sort_keys=False))
 
     def status(self) -> dict:
-        """``status.yaml``: ``finished``, ``epochs``, ``batches``, ``stopped_by``, ``time``; {} until training ended."""
+        """``status.yaml``: ``finished``, ``epochs``, ``batches``, ``stopped_by``, ``time``; {} until training ended.
+
+        On a GPU also ``peak_gpu_memory_gib``.
+        """
         path = self.path / STATUS
         return (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
 
