@@ -616,3 +616,16 @@ def test_non_finite_losses_are_skipped_then_stop(data_root, tmp_path, monkeypatc
     # Checked at epoch ends and every NONFINITE_CHECK_EVERY batches: here at the end of epoch 1 (5 batches).
     assert "5 consecutive steps had non-finite losses (surface_chroma_consistency" in err
     assert "lower the learning rate" in err
+
+
+def test_an_unexpected_failure_is_recorded_in_the_run(data_root, tmp_path, monkeypatch) -> None:
+    import triton_s2r.training.system as system_module
+
+    def out_of_memory(*args, **kwargs):
+        raise RuntimeError("CUDA out of memory. Tried to allocate 1.04 GiB")
+
+    monkeypatch.setattr(system_module, "surface_chroma_consistency_loss", out_of_memory)
+    # Not a user error: Hydra prints the traceback and exits with status 1.
+    assert main(["train", *TINY, f"data.root={data_root}", f"hydra.run.dir={tmp_path / 'oom'}"]) == 1
+    log = (tmp_path / "oom" / "train.log").read_text()
+    assert "training failed: RuntimeError: CUDA out of memory" in log  # benchmarks.results reads the reason here

@@ -250,6 +250,8 @@ def main(cfg: DictConfig) -> None:
         # Hydra wraps what a constructor raises (data.*, system.*): report the constructor's own error.
         error = exc.__cause__ if isinstance(exc, InstantiationException) and exc.__cause__ else exc
         if not isinstance(error, USER_ERRORS) or os.environ.get("HYDRA_FULL_ERROR") == "1":
+            # The run directory keeps why it stopped (out of GPU memory, say); the traceback goes to stderr.
+            log.error("training failed: %s: %s", type(error).__name__, error)
             raise
         log.error("%s: %s", type(error).__name__, error)  # into train.log too
         print(f"triton-s2r train: error: {error}\n(set HYDRA_FULL_ERROR=1 for the full traceback)", file=sys.stderr)
