@@ -16,6 +16,7 @@ from hydra import compose, initialize_config_module
 from tiny_assets import metric_rows
 
 from triton_s2r.cli import main
+from triton_s2r.runs.run_dir import RunDir
 from triton_s2r.train import build
 
 pytestmark = pytest.mark.gpu
@@ -48,6 +49,7 @@ def test_bf16_training_on_gpu(data: str, tmp_path, sim_source: str) -> None:
     ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True, map_location="cpu")
     assert int(ckpt["state_dict"]["batches_done"]) == 5
     assert all(torch.isfinite(v).all() for v in ckpt["state_dict"].values() if v.is_floating_point())
+    assert RunDir(run_dir).status()["peak_gpu_memory_gib"] > 0  # what benchmarks.results sizes concurrent runs by
 
 
 @pytest.mark.parametrize("sim_source", ["render", "frames"])

@@ -217,7 +217,8 @@ def train(cfg: DictConfig) -> Path:
     stopped_by = stop_reason(trainer, epochs)
     if stopped_by is not None:
         if rank_zero_only.rank == 0:
-            peak = torch.cuda.max_memory_reserved(system.device) / 2**30 if system.device.type == "cuda" else None
+            device = trainer.strategy.root_device  # the module itself is back on the CPU after fit
+            peak = torch.cuda.max_memory_reserved(device) / 2**30 if device.type == "cuda" else None
             run.mark_finished(min(trainer.current_epoch, epochs), int(system.batches_done), stopped_by, peak)
         log.info("run directory: %s (checkpoint: %s)", run.path, run.last)
     return run.path
