@@ -40,19 +40,27 @@ import json
 import os
 import queue
 import shlex
-import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from benchmarks.pictures import FRAMES, make_pictures
 from benchmarks.report import commit, machine
+from benchmarks.result_tables import (
+    COLUMNS,
+    DOWNSTREAM_COLUMNS,
+    Outcome,
+    Run,
+    cell,
+    failures_section,
+    report,
+    run_row,
+)
 from triton_s2r.runs.run_dir import RunDir, load_checkpoint
 from triton_s2r.training.curves import read_curves
 from triton_s2r.utils.files import atomic_write
@@ -66,38 +74,9 @@ METHODS = {  # method -> extra overrides
     "cyclegan": ["experiment=cyclegan"],
     "shaded": ["experiment=shaded"],
 }
-COLUMNS = ("psnr", "psnr_masked", "ssim", "haarpsi", "haarpsi_masked", "colour_error_masked",
-           "colour_error_assigned_masked", "contrast_ratio_masked", "texture_psnr", "texture_colour_psnr",
-           "real_label_iou_masked", "surface_consistency", "warp_error")
-#: ``triton-s2r downstream`` measures (``--downstream``): a pose regressor trained on each run's translations,
-#: tested on new states and on the real frames of the states it was trained on (the domain gap alone).
-DOWNSTREAM_COLUMNS = ("joint_error_deg", "joint_error_deg_train_states", "object_position_error_cm")
+
 #: Downstream sources trained once per seed besides the runs: the real frames (ceiling) and the raw UVL image.
 DOWNSTREAM_REFERENCES = ("real", "sim")
-
-
-@dataclass(frozen=True)
-class Run:
-    """One training run: a row of the table (method or variant) with one seed."""
-
-    name: str
-    seed: int
-    overrides: tuple[str, ...]
-    run_dir: Path
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """A finished run: its metrics (``triton-s2r eval`` JSON), training wall seconds and batches trained.
-
-    The seconds are the run's own clock at its last validation: a run resumed across calls counts every part.
-    """
-
-    run: Run
-    metrics: dict
-    train_seconds: float
-    batches: int
-    curves: list[dict]
 
 
 def failure_reason(run: Run, error: subprocess.CalledProcessError) -> str:
@@ -109,15 +88,6 @@ def failure_reason(run: Run, error: subprocess.CalledProcessError) -> str:
                 "or more GPUs, or drop --concurrent")
     step = "training" if "triton_s2r.train" in error.cmd else f"`triton-s2r {error.cmd[3]}`"
     return f"{step} exited with status {error.returncode} (its output: this command's log; the run's: {log})"
-
-
-def failures_section(failures: list[tuple[Run, str]]) -> str:
-    """The table's note on runs that failed: which, why, and that a rerun with the same ``--runs`` retries them."""
-    if not failures:
-        return ""
-    lines = [f"- {run.name}, seed {run.seed}: {reason}" for run, reason in failures]
-    return (f"**{len(failures)} runs failed** and are not in the tables (rerun the same command with the same `--runs` "
-            "to retry only them; finished runs and evaluations are kept):\n\n" + "\n".join(lines) + "\n\n")
 
 
 #: Besides what torch's allocator reserves, each training process's CUDA context holds about half a GiB.
@@ -273,82 +243,6 @@ def downstream_metrics(source: str, data: str, seed: int, out: Path, env: dict |
     return {k: result[k] for k in DOWNSTREAM_COLUMNS}
 
 
-def cell(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4f}"
-
-
-def run_row(outcome: Outcome, columns: tuple[str, ...] = COLUMNS) -> str:
-    values = " | ".join(cell(outcome.metrics.get(k)) for k in columns)
-    return (f"| {outcome.run.name} | {outcome.run.seed} | {values} | {outcome.train_seconds:.0f} | "
-            f"{outcome.batches} |")
-
-
-def mean_and_spread(values: list[float | None]) -> str:
-    """'mean ± sample standard deviation' (just the value for a single run; n/a where a run has none)."""
-    present = [v for v in values if v is not None]
-    if len(present) < len(values):
-        return "n/a"
-    if len(present) == 1:
-        return f"{present[0]:.4f}"
-    return f"{statistics.fmean(present):.4f} ± {statistics.stdev(present):.4f}"
-
-
-def quarter_and_end(curve: list[dict], key: str = "val/psnr") -> tuple[float, float] | None:
-    """``key`` at the last validation within the first quarter of the run's wall time, and at its end."""
-    points = [(row["wall_s"], row[key]) for row in curve if key in row]
-    if len(points) < 2:
-        return None
-    early = [value for wall, value in points if wall <= points[-1][0] / 4] or [points[0][1]]
-    return early[-1], points[-1][1]
-
-
-def curves_table(outcomes: list[Outcome]) -> str:
-    """Per run: validation PSNR and PSNR_masked after a quarter of the training time and at the end."""
-    lines = ["| method | seed | val/psnr at 1/4 | at the end | val/psnr_masked at 1/4 | at the end |",
-             "|---|---|---|---|---|---|"]
-    for o in outcomes:
-        cells = []
-        for key in ("val/psnr", "val/psnr_masked"):
-            pair = quarter_and_end(o.curves, key)
-            cells += ["n/a", "n/a"] if pair is None else [f"{pair[0]:.2f}", f"{pair[1]:.2f}"]
-        lines.append(f"| {o.run.name} | {o.run.seed} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def by_row(outcomes: list[Outcome]) -> dict[str, list[Outcome]]:
-    """The outcomes grouped by row name (method or variant), rows in their first-seen order."""
-    groups: dict[str, list[Outcome]] = {}
-    for outcome in outcomes:
-        groups.setdefault(outcome.run.name, []).append(outcome)
-    return groups
-
-
-def summary_table(outcomes: list[Outcome]) -> str:
-    """Per row name: every metric's mean ± standard deviation over its seeds, and the mean batches."""
-    columns = COLUMNS + tuple(k for k in DOWNSTREAM_COLUMNS if k in outcomes[0].metrics)
-    lines = ["| method | seeds | " + " | ".join(columns) + " | batches |", "|" + "---|" * (len(columns) + 3)]
-    for name, group in by_row(outcomes).items():
-        cells = " | ".join(mean_and_spread([o.metrics.get(k) for o in group]) for k in columns)
-        batches = statistics.fmean(o.batches for o in group)
-        lines.append(f"| {name} | {len(group)} | {cells} | {batches:.0f} |")
-    return "\n".join(lines)
-
-
-def by_label_table(outcomes: list[Outcome], key: str, digits: int) -> str:
-    """Per row name: the mean over seeds of a per-label metric (``psnr_by_label``, ``warp_error_by_label``)."""
-    labels = next((list(o.metrics[key]) for o in outcomes if key in o.metrics), None)
-    if labels is None:  # evaluations kept from before the metric existed
-        return f"n/a (no run's metrics hold `{key}`: rerun `triton-s2r eval`)"
-    lines = ["| method | " + " | ".join(labels) + " |", "|" + "---|" * (len(labels) + 1)]
-    for name, group in by_row(outcomes).items():
-        cells = []
-        for label in labels:
-            values = [v for o in group if (v := (o.metrics.get(key) or {}).get(label)) is not None]
-            cells.append(f"{statistics.fmean(values):.{digits}f}" if values else "n/a")
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="benchmark dataset with a paired test split and sequences")
@@ -424,9 +318,6 @@ def main() -> None:
     if not outcomes:
         sys.exit("every run failed:\n" + failures_section(failures))
 
-    columns = COLUMNS + (DOWNSTREAM_COLUMNS if args.downstream else ())
-    per_run = ["| method | seed | " + " | ".join(columns) + " | train wall s | batches |",
-               "|" + "---|" * (len(columns) + 4), *(run_row(o, columns) for o in outcomes)]
     references = ""
     if args.downstream:
         lines = ["| train on | seed | " + " | ".join(DOWNSTREAM_COLUMNS) + " |",
@@ -438,44 +329,14 @@ def main() -> None:
         references = ("Downstream references (`triton-s2r downstream DATA --train-on real|sim`): the pose regressor "
                       "trained on the real frames (the ceiling) and on the raw UVL images (the floor):\n\n"
                       + "\n".join(lines) + "\n\n")
-    real = outcomes[0].metrics
-    text = (
+    header = (
         f"# Results\n\n- card: {machine()} x{len(gpus)}\n- command: `python -m benchmarks.results "
         f"{' '.join(shlex.quote(a) for a in sys.argv[1:])}`\n- date: {datetime.date.today().isoformat()}, "
         f"commit {commit()}\n- dataset: {args.data}; "
         + (f"budget {args.budget_seconds} s of training per run" if args.recipe == "benchmark" else
            "the README demo's training per run (`experiment=demo`, 600 batches unless a row overrides them: see "
-           "the batches column)") + "\n\n"
-        "PSNR and SSIM: higher is better (translation vs the paired path-traced frame); `_masked`: objects and "
-        "robot only. Colour error (each label's mean colour against the real one's; 0 for the real frames): lower "
-        "is better. `contrast_ratio_masked`: how much the objects and robot stand out from their surroundings, "
-        "translation over real frame; 1 as in reality, near 0 faded into them. `real_label_iou_masked`: how well "
-        "the real->sim translator labels the real frames' objects and robot (IoU with their true labels), higher "
-        "is better. Surface consistency and warp error: lower is "
-        "better; the real frames' own levels are "
-        f"{real['surface_consistency_real']:.4f} and {real['warp_error_real']:.4f}. `texture_psnr`: the learned "
-        "textures against the hidden albedo, higher is better; a texture constant on each label scores "
-        f"{cell(real.get('texture_psnr_constant'))}. `texture_colour_psnr`: the same with one colour fit for all "
-        "labels (each label's own colour counts); the labels' true colours shuffled among them score "
-        f"{cell(real.get('texture_colour_psnr_shuffled'))} (chance), each label's true mean colour about "
-        f"{cell(real.get('texture_psnr_constant'))}.\n\n"
-        + failures_section(failures) +
-        f"Mean ± standard deviation over seeds:\n\n{summary_table(outcomes)}\n\n"
-        f"Every run:\n\n" + "\n".join(per_run) + "\n\n" + references +
-        f"Validation during training (`RUN/curves.csv`), a quarter of the way and at the end:\n\n"
-        f"{curves_table(outcomes)}\n\n"
-        f"PSNR per label (dB, `psnr_by_label`, mean over seeds):\n\n"
-        f"{by_label_table(outcomes, 'psnr_by_label', 2)}\n\n"
-        f"Colour error per label (`colour_error_by_label`: the label's mean colour against the real one's, mean "
-        f"over seeds):\n\n{by_label_table(outcomes, 'colour_error_by_label', 3)}\n\n"
-        f"Contrast ratio per label (`contrast_ratio_by_label`: how much the label stands out from its surroundings, "
-        f"translation over real; near 0: faded, mean over seeds):\n\n"
-        f"{by_label_table(outcomes, 'contrast_ratio_by_label', 2)}\n\n"
-        f"How the real->sim translator labels the real frames (`real_label_iou_by_label`, IoU with their true labels, "
-        f"mean over seeds):\n\n{by_label_table(outcomes, 'real_label_iou_by_label', 2)}\n\n"
-        f"Warp error per label (`warp_error_by_label`, mean over seeds):\n\n"
-        f"{by_label_table(outcomes, 'warp_error_by_label', 4)}\n"
-    )
+           "the batches column)") + "\n\n")
+    text = report(header, outcomes, failures, COLUMNS + (DOWNSTREAM_COLUMNS if args.downstream else ()), references)
     out = args.out or args.runs / "results.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)

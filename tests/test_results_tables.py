@@ -1,10 +1,10 @@
-"""benchmarks.results: the tables it writes from finished runs (means over seeds, curves, per-label means)."""
+"""benchmarks.results and its tables (benchmarks.result_tables): means over seeds, curves, per-label means, failures."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.results import (
+from benchmarks.result_tables import (
     Outcome,
     Run,
     by_label_table,
@@ -86,7 +86,8 @@ def test_demo_recipe_trains_the_demo_and_benchmark_recipe_its_budget() -> None:
 def test_a_failed_run_is_named_with_its_reason(tmp_path: Path) -> None:
     import subprocess
 
-    from benchmarks.results import failure_reason, failures_section
+    from benchmarks.result_tables import failures_section
+    from benchmarks.results import failure_reason
 
     oom, other = Run("triton", 0, (), tmp_path / "a"), Run("triton", 1, (), tmp_path / "b")
     oom.run_dir.mkdir()
@@ -96,7 +97,7 @@ def test_a_failed_run_is_named_with_its_reason(tmp_path: Path) -> None:
     assert failure_reason(oom, train).startswith("out of GPU memory")
     assert failure_reason(other, evaluate).startswith("`triton-s2r eval` exited with status 2")
     section = failures_section([(oom, "out of GPU memory"), (other, "status 2")])
-    assert "**2 runs failed**" in section and "- triton, seed 1: status 2" in section
+    assert "**Failed runs (2)**" in section and "- triton, seed 1: status 2" in section
     assert failures_section([]) == ""
 
 
@@ -111,3 +112,16 @@ def test_memory_shortfalls_name_the_gpus_that_cannot_hold_their_runs() -> None:
     assert "triton 14.0 GiB x12" in lines[0] and f"{CONTEXT_GIB} GiB of CUDA context" in lines[0]
     # A row whose compile run recorded no peak counts its context only.
     assert memory_shortfalls({"0": ["oracle"] * 12}, peaks, {"0": 140.0}) == []
+
+
+def test_report_holds_every_section_and_the_failed_runs() -> None:
+    from benchmarks.result_tables import report
+
+    metrics = {"surface_consistency_real": 0.05, "warp_error_real": 0.06, "texture_psnr_constant": 13.0}
+    done = [Outcome(Run("triton", s, (), Path(f"t{s}")), {**metrics, "psnr": 21.0 + s}, 900.0, 880, [])
+            for s in (0, 1)]
+    text = report("# Results\n\n", done, [(Run("triton", 2, (), Path("t2")), "out of GPU memory")], ("psnr",), "")
+    assert text.startswith("# Results\n\nPSNR and SSIM") and "own levels are 0.0500 and 0.0600" in text
+    assert "**Failed runs (1)**" in text and "- triton, seed 2: out of GPU memory" in text
+    assert "| triton | 2 | 21.5000 ± 0.7071 |" in text  # the summary: the two finished seeds
+    assert "| triton | 1 | 22.0000 | 900 | 880 |" in text  # every run
