@@ -339,7 +339,8 @@ def main() -> None:
     text = report(header, outcomes, failures, COLUMNS + (DOWNSTREAM_COLUMNS if args.downstream else ()), references)
     out = args.out or args.runs / "results.md"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    with atomic_write(out) as tmp:
+        tmp.write_text(text)
     print(text)
     if args.pictures:
         first_seed = [o.run.run_dir for o in outcomes if o.run.seed == args.seeds[0]]
