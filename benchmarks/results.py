@@ -81,7 +81,7 @@ DOWNSTREAM_REFERENCES = ("real", "sim")
 
 def failure_reason(run: Run, error: subprocess.CalledProcessError) -> str:
     """Why a run's training or evaluation failed, from the tail of its ``train.log``, with what to do about it."""
-    log = run.run_dir / "train.log"
+    log = RunDir(run.run_dir).log_path
     tail = log.read_text(errors="replace")[-20000:] if log.is_file() else ""
     if "OutOfMemoryError" in tail or "out of memory" in tail:
         return (f"out of GPU memory ({log}): too many runs share the card; give fewer rows or seeds per GPU, "

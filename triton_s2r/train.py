@@ -250,11 +250,10 @@ def main(cfg: DictConfig) -> None:
     except Exception as exc:
         # Hydra wraps what a constructor raises (data.*, system.*): report the constructor's own error.
         error = exc.__cause__ if isinstance(exc, InstantiationException) and exc.__cause__ else exc
+        # The run directory keeps why it stopped (a bad value, out of GPU memory, say), in train.log.
+        log.error("training failed: %s: %s", type(error).__name__, error)
         if not isinstance(error, USER_ERRORS) or os.environ.get("HYDRA_FULL_ERROR") == "1":
-            # The run directory keeps why it stopped (out of GPU memory, say); the traceback goes to stderr.
-            log.error("training failed: %s: %s", type(error).__name__, error)
-            raise
-        log.error("%s: %s", type(error).__name__, error)  # into train.log too
+            raise  # Hydra prints the traceback
         print(f"triton-s2r train: error: {error}\n(set HYDRA_FULL_ERROR=1 for the full traceback)", file=sys.stderr)
         raise SystemExit(2) from None
 
