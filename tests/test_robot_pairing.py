@@ -70,7 +70,7 @@ def test_training_with_robot_pairing_logs_the_term(data_root, tmp_path) -> None:
 def test_plain_folders_without_real_states_train_without_the_term_and_say_so(data_root, tmp_path) -> None:
     labels = BenchmarkDataset.open(data_root).labels
     out = tmp_path / "run"
-    with pytest.warns(UserWarning, match="loss.loss_weights.robot_pairing is off for this run"):
+    with pytest.warns(UserWarning, match=r"loss.loss_weights \['robot_pairing', 'texture_pairing'\] off for this run"):
         assert main(["train", "data=folders", *TINY, "logger=csv", "data.root=null", f"hydra.run.dir={out}",
                      f"data.sim_dir={data_root / 'train_sim' / 'uvl'}",
                      f"data.real_dir={data_root / 'train_real' / 'real'}",
@@ -209,3 +209,32 @@ def test_one_network_call_for_robot_renders_and_sim_batch_gives_the_terms_of_sep
                  + omega(g_b(e_a(out.x_ba)), out.real, 2.0))
     assert terms["reconstruction"].item() == pytest.approx(reconstruction.item(), rel=1e-4)
     assert terms["cycle"].item() == pytest.approx(cycle.item(), rel=1e-4)
+
+
+def test_texture_pairing_fits_the_textures_of_the_rendered_surfaces_to_the_photos(data_root) -> None:
+    """texture_pairing: L1 between the photos and π of their robot-and-table render; only the texture learns from it."""
+    from hydra import compose, initialize_config_module
+
+    from triton_s2r.losses import reconstruction_loss
+    from triton_s2r.train import build
+
+    with initialize_config_module("triton_s2r.conf", version_base="1.3"):
+        cfg = compose("train", overrides=[*TINY, f"data.root={data_root}", "loss.loss_weights.robot_pairing=0",
+                                          "loss.loss_weights.texture_pairing=10"])
+    datamodule, system = build(cfg)
+    system.attach_data(datamodule, torch.device("cpu"))
+    batch = datamodule.transfer_batch_to_device(next(iter(datamodule.train_dataloader())), torch.device("cpu"), 0)
+    inputs = system._inputs(batch)
+    out = system._forward(inputs)
+    term = system._generator_terms(out)["texture_pairing"]
+    view, m = inputs.robot, system.model
+    assert view is not None and system._robot_views is not None
+    table = system._robot_views.scene.labels.id_of("table")
+    assert (view.label == table).any()  # the static table is rendered with the robot
+    projection = 2 * m.texture(view.uv, view.label) - 1
+    expected = reconstruction_loss(projection, out.real, "l1", mask=view.label > 0)
+    assert term.item() == pytest.approx(expected.item(), rel=1e-4)
+    term.backward()
+    texture = {id(p) for p in m.texture.parameters()}
+    learned = [name for name, p in system.named_parameters() if p.grad is not None and p.grad.abs().sum() > 0]
+    assert learned and all(id(dict(system.named_parameters())[name]) in texture for name in learned)

@@ -14,13 +14,17 @@ def test_every_term_pulls_on_the_texture_until_it_is_detached(run_dir) -> None:
     assert {"adversarial", "reconstruction", "cycle", REFERENCE} <= set(sums)
     assert all(grad.norm() > 0 for grad in sums.values())  # each reaches the texture through x_a, or π
     assert f"| {REFERENCE} | {float(sums[REFERENCE].norm()) / 2:.3e} | 1.000 |" in table(sums, 2)
-    # With the texture detached from the networks' input, only ℓTR trains it (docs/method.md §4.6).
+    # With the texture detached from the networks' input, only ℓTR and the texture pairing, which read π, train it
+    # (docs/method.md §4.6).
+    assert "texture_pairing" in sums
     detached = texture_gradients(run_dir, batches=2, overrides=("model.translator.detach_texture_input=true",))
-    assert detached[REFERENCE].norm() > 0
-    assert all(grad.norm() == 0 for name, grad in detached.items() if name != REFERENCE)
-    rows = table(detached, 2).splitlines()
-    assert rows[-1].endswith("| 1.000 |") and "| reconstruction | 0.000e+00 | n/a |" in rows
-
+    direct = {REFERENCE, "texture_pairing"}
+    assert all(detached[name].norm() > 0 for name in direct)
+    assert all(grad.norm() == 0 for name, grad in detached.items() if name not in direct)
+    assert "| reconstruction | 0.000e+00 | n/a |" in table(detached, 2).splitlines()
+    only_tr = texture_gradients(run_dir, batches=2, overrides=("model.translator.detach_texture_input=true",
+                                                               "loss.loss_weights.texture_pairing=0"))
+    assert table(only_tr, 2).splitlines()[-1].endswith("| 1.000 |")  # all terms: ℓTR's direction
 
 def test_misspelt_override_is_refused(run_dir) -> None:
     with pytest.raises(OmegaConfBaseException, match="no_such_key"):

@@ -53,7 +53,8 @@ class Forward:
         c_a, c_b: content codes of x_a and of the photos; x_ba: the real -> sim translation (None where a
             system has no real -> sim half, as the paired oracle).
         robot_x_ab: (B, 3, H, W) the translation of the photos' robot renders (``robot_pairing``), made in the same
-            network calls as x_ab; robot_label: (B, H, W) those renders' labels; both None without robot pairing.
+            network calls as x_ab; robot_label: (B, H, W) those renders' labels; robot_projection: (B, C, H, W) their
+            texture projection π; all three None without robot pairing.
     """
 
     uv: Tensor
@@ -68,6 +69,7 @@ class Forward:
     x_ba: Tensor | None = None
     robot_x_ab: Tensor | None = None
     robot_label: Tensor | None = None
+    robot_projection: Tensor | None = None
 
 
 @dataclass(frozen=True)

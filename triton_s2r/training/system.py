@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from triton_s2r.data.datamodule import TritonDataModule
 
 LOSS_TERMS = ("adversarial", "reconstruction", "content", "cycle", "surface_consistency", "surface_chroma_consistency",
-              "texture_reality", "robot_pairing")
+              "texture_reality", "robot_pairing", "texture_pairing")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
@@ -108,7 +108,7 @@ class TritonSystem(pl.LightningModule):
             ``"max-autotune"`` (with CUDA graphs) or ``"max-autotune-no-cudagraphs"``.
         preview_every_n_batches: batches between image grids in ``previews/`` and W&B (``Previews``).
         robot_pairing_labels: the robot's labels, whose pixels the ``robot_pairing`` term compares (used only when
-            its weight is set; docs/method.md §4.7).
+            its weight or ``texture_pairing``'s is set; docs/method.md §4.7).
     """
 
     loss_terms: tuple[str, ...] = LOSS_TERMS
@@ -177,7 +177,7 @@ class TritonSystem(pl.LightningModule):
         self.progress: dict[str, Tensor] = {}  # the last batch's losses, on the device
         self._side_tensors: dict[int, Tensor] = {}
         self._render = None  # (scene, states, rasterizer) when the sim domain is rendered in the loop
-        self._robot_views: RobotViews | None = None  # the real frames' robot, with robot_pairing
+        self._robot_views: RobotViews | None = None  # the real frames' robot and static objects
         self._background_labels: list[int] = []
         self._phase_gradients = PhaseGradients()  # under DDP: which gradients the next backward pass averages
         if channels_last:
@@ -240,7 +240,8 @@ class TritonSystem(pl.LightningModule):
         """Take from the data what the step needs (Lightning's ``setup`` calls it; scripts without a Trainer too).
 
         The background labels of ``val/psnr_masked``, the scene and states to render in the loop, and the real
-        frames' robot views of ``robot_pairing`` (turned off, with a warning, when the data has no real states).
+        frames' robot views of ``robot_pairing`` and ``texture_pairing`` (turned off, with a warning, when the data
+        has no real states).
 
         Args:
             datamodule: the training data, or None (no rendering, no robot pairing).
@@ -250,21 +251,23 @@ class TritonSystem(pl.LightningModule):
         # val/psnr_masked scores objects and robot, as eval's psnr_masked: the table is background.
         self._background_labels = [labels.id_of("table")] if labels is not None and "table" in labels.names else []
         rendered_sim = datamodule is not None and datamodule.sim_source == "render"
-        robot_pairing = bool(self.loss_weights.get("robot_pairing"))  # the oracle has no such term
-        if robot_pairing and not (datamodule is not None and datamodule.has_real_states):
-            rank_zero_warn("loss.loss_weights.robot_pairing is off for this run: it needs the real frames' robot "
+        paired_terms = [name for name in ("robot_pairing", "texture_pairing") if self.loss_weights.get(name)]
+        if paired_terms and not (datamodule is not None and datamodule.has_real_states):
+            rank_zero_warn(f"loss.loss_weights {paired_terms} off for this run: they need the real frames' robot "
                            "states, which plain folders have only with data.scene and data.real_states (the photos' "
-                           "logged joints; data/README.md); set loss.loss_weights.robot_pairing=0 to silence this")
-            self.loss_weights["robot_pairing"] = 0.0
-            robot_pairing = False
-        if not (rendered_sim or robot_pairing):
+                           "logged joints; data/README.md); set them to 0 to silence this")
+            for name in paired_terms:
+                self.loss_weights[name] = 0.0
+            paired_terms = []
+        real_views = bool(paired_terms)  # render the real frames' robot and static objects
+        if not (rendered_sim or real_views):
             return
         from triton_s2r.render.rasterizer import make_rasterizer
 
         rasterizer = make_rasterizer(self.hparams.render_backend, device if device.type == "cuda" else None)
         if rendered_sim and datamodule is not None:
             self._render = (*datamodule.scene_and_states(), rasterizer)
-        if robot_pairing and datamodule is not None:
+        if real_views and datamodule is not None:
             scene, states = datamodule.real_robot_states()
             self._robot_views = RobotViews.from_states(scene, states, self.hparams.robot_pairing_labels, rasterizer)
 
@@ -297,7 +300,8 @@ class TritonSystem(pl.LightningModule):
     def _inputs(self, batch: dict[str, Tensor]) -> StepInputs:
         """The batch at the current stage: sim and real cropped independently.
 
-        With ``robot_pairing`` each photo's robot is rendered at the photo's crop.
+        With ``robot_pairing`` or ``texture_pairing`` each photo's robot and static objects are rendered at the
+        photo's crop.
         """
         uv, label, k = self._sim_batch(batch)
         crop, real = self.hparams.crop_size, batch["real"]
@@ -417,7 +421,8 @@ class TritonSystem(pl.LightningModule):
         return Forward(uv=sample.uv, label=sample.label, x_a=x_a[:n], projection=projection[:n], real=real,
                        x_ab=x_ab[:n], x_ab_fixed_texture=x_ab_fixed_texture[:n], c_a=c_a[:n], c_b=c_b,
                        x_ba=m.generator_sim.decode(c_b), robot_x_ab=None if robot is None else x_ab[n:],
-                       robot_label=None if robot is None else robot.label)
+                       robot_label=None if robot is None else robot.label,
+                       robot_projection=None if robot is None else projection[n:])
 
     def _discriminator_loss(self, out: Forward) -> Tensor:
         """LSGAN/hinge D loss on the detached translations of this batch's forward pass, plus R1 if ``r1_gamma``."""
@@ -459,6 +464,17 @@ class TritonSystem(pl.LightningModule):
         robot = torch.isin(label, views.label_ids.to(label.device))
         with torch.autocast(self.device.type, enabled=False):
             return reconstruction_loss(out.robot_x_ab.float(), out.real.float(), "l1", mask=robot)
+
+    def _texture_pairing(self, out: Forward) -> Tensor:
+        """L1 between the photos and the texture projection π of their render, over every rendered surface.
+
+        The render holds the robot and the static objects (the table), so their textures learn the photos' colours
+        directly; only the texture gets this gradient (π depends on nothing else). docs/method.md §4.8.
+        """
+        assert out.robot_projection is not None and out.robot_label is not None  # with the term's weight
+        with torch.autocast(self.device.type, enabled=False):
+            return reconstruction_loss(out.robot_projection[:, :3].float(), out.real.float(), "l1",
+                                       mask=out.robot_label > 0)
 
     def _optimize(self, optimizer, loss: Tensor) -> Tensor:
         """Backward and optimizer step, skipped on the device when ``loss`` is not finite.
@@ -513,6 +529,8 @@ class TritonSystem(pl.LightningModule):
             terms["cycle"] = omega(decoded_a[-1], target_a, sim_range) + omega(decoded_b[-1], real, 2.0)
         if w["robot_pairing"]:
             terms["robot_pairing"] = self._robot_pairing(out)
+        if w["texture_pairing"]:
+            terms["texture_pairing"] = self._texture_pairing(out)
         with torch.autocast(self.device.type, enabled=False):
             if w["surface_consistency"] and surface_losses_on:
                 terms["surface_consistency"] = surface_consistency_loss(
