@@ -26,6 +26,7 @@ def test_every_term_pulls_on_the_texture_until_it_is_detached(run_dir) -> None:
                                                                "loss.loss_weights.texture_pairing=0"))
     assert table(only_tr, 2).splitlines()[-1].endswith("| 1.000 |")  # all terms: ℓTR's direction
 
+
 def test_misspelt_override_is_refused(run_dir) -> None:
     with pytest.raises(OmegaConfBaseException, match="no_such_key"):
         texture_gradients(run_dir, batches=1, overrides=("model.translator.no_such_key=true",))
