@@ -54,7 +54,7 @@ class Forward:
             system has no real -> sim half, as the paired oracle).
         robot_x_ab: (B, 3, H, W) the translation of the photos' robot renders (``robot_pairing``), made in the same
             network calls as x_ab; robot_label: (B, H, W) those renders' labels; robot_projection: (B, C, H, W) their
-            texture projection π; all three None without robot pairing.
+            texture projection π (``texture_pairing``); all three None when no photo is rendered.
     """
 
     uv: Tensor
