@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from triton_s2r.evaluation.flow import sample_at, source_positions
 from triton_s2r.evaluation.metrics import (
     colour_error_by_label,
     colour_error_matrix,
@@ -19,6 +20,7 @@ from triton_s2r.evaluation.metrics import (
     warp_error,
     warp_error_by_label,
 )
+from triton_s2r.models.texture_space import sample_label_textures
 from triton_s2r.render import make_rasterizer
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.primitives import builtin_frames
@@ -292,6 +294,36 @@ def test_temporal_metrics_of_a_static_smooth_texture_under_camera_motion_are_wit
     # Proven bounds (metric docstrings): gradient / D and 2 gradient / D; the means sit far below them.
     assert consistency < TEXTURE_GRADIENT / grid and consistency < 1e-3
     assert flicker < 2 * TEXTURE_GRADIENT / grid and flicker < 1e-3
+
+
+def test_warp_error_is_exactly_zero_for_detail_finer_than_its_grid_on_surfaces_at_rest(orbit):
+    # A fixed camera and a texture of noise at 512 texels a side, four times finer than the metric's grid:
+    # every surface at rest, so no frame may differ from the last however detailed the texture.
+    still = GBuffer(orbit.uv[:1].repeat(4, 1, 1, 1), orbit.label[:1].repeat(4, 1, 1))
+    texture = torch.rand(4, 3, 512, 512, generator=torch.Generator().manual_seed(3))
+    frames = sample_label_textures(texture, still.uv, still.label)
+    assert warp_error(frames, still, grid_size=128).item() < 1e-6  # float rounding of the resampling only
+    # The same frames with one frame brighter on the table only: caught, and on the table only.
+    flicker = frames.clone()
+    flicker[2] += 0.1 * (still.label[2] == TABLE)
+    by_label = warp_error_by_label(flicker, still, num_labels=4, grid_size=128)
+    assert by_label[TABLE - 1].item() == pytest.approx(0.1 * 2 / 3, abs=1e-6)  # pairs (1, 2) and (2, 3) of three
+    assert by_label[TABLE:].nan_to_num(0.0).abs().max().item() < 1e-6
+
+
+def test_source_positions_find_each_surface_point_in_the_previous_frame_under_camera_motion(orbit):
+    # The orbit's camera turns 15 degrees a frame: every pixel moves, most surface points stay on screen.
+    position, counted = source_positions(orbit.uv[:-1], orbit.label[:-1], orbit.uv[1:], orbit.label[1:], num_labels=4)
+    shown = orbit.label[1:] > 0
+    assert counted.sum() > 0.5 * shown.sum() and not (counted & ~shown).any()
+    # At the positions found, the previous frame's UV map (interpolated) holds the pixel's own UV, but for a
+    # few pixels at UV seams (7 of about 4,900 here).
+    found = sample_at(orbit.uv[:-1], position).permute(0, 2, 3, 1)[counted]
+    residual = (found - orbit.uv[1:].permute(0, 2, 3, 1)[counted]).abs().amax(-1)
+    assert (residual > 1e-3).float().mean().item() < 0.005
+    # They moved: the camera turned, so hardly any pixel keeps its place.
+    pixels = torch.stack(torch.meshgrid(torch.arange(48), torch.arange(48), indexing="xy"), dim=-1).float()
+    assert ((position - pixels)[counted].abs().amax(-1) > 0.5).float().mean() > 0.9
 
 
 def test_surface_consistency_grows_monotonically_with_per_frame_noise(orbit):

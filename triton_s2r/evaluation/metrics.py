@@ -8,10 +8,11 @@ HaarPSI (perceptual, blur lowers it; ``triton_s2r.evaluation.haarpsi``) is re-ex
 Temporal consistency needs no real photo: correspondence between frames of one video sequence comes from
 the G-buffer, since pixels with the same label and UV see the same surface point (the convention of ℓUC,
 docs/method.md §4.3). ``surface_consistency`` is ℓUC taken over a sequence instead of a batch;
-``warp_error`` is a flicker measure between consecutive frames. Both resample colours through per-label
-D×D texel grids, so for a texture that varies within a texel they carry an interpolation error bounded
-by the texture's UV gradient times 1/D (see each function); it is the same for every method and for the
-real frames, which are scored alongside as the level to reach.
+``warp_error`` is a flicker measure between consecutive frames, each warped onto the next with the exact
+motion of the G-buffers (``triton_s2r.evaluation.flow``). ``surface_consistency`` resamples colours through
+per-label D×D texel grids, so for a texture that varies within a texel it carries an interpolation error
+bounded by the texture's UV gradient times 1/D: detail the translation draws raises it, however steady. The
+real frames are scored alongside as the level to reach.
 
 All images are (B, 3, H, W) float in [0, 1] (data range 1). Functions return 0-dim float32 tensors;
 call ``.item()`` for JSON.
@@ -26,8 +27,9 @@ import torch.nn.functional as F
 from torch import Tensor
 from torchmetrics.functional.image import structural_similarity_index_measure
 
+from triton_s2r.evaluation.flow import sample_at, source_positions
 from triton_s2r.evaluation.haarpsi import haarpsi as haarpsi  # re-exported: every eval metric is reachable from here
-from triton_s2r.models.texture_space import check_labels, sample_label_textures, unproject_to_texels
+from triton_s2r.models.texture_space import check_labels, unproject_to_texels
 from triton_s2r.render.gbuffer import VOID, GBuffer
 
 # Frames splatted (or masked, contrast_by_label) at once: bounds memory at about chunk·K·4·D² floats (16·9·4·128²
@@ -190,17 +192,16 @@ def surface_consistency(frames: Tensor, gbuffer: GBuffer, num_labels: int, grid_
 def warp_error(frames: Tensor, gbuffer: GBuffer, grid_size: int = 128) -> Tensor:
     """Mean absolute colour change between consecutive frames at pixels that see the same surface point.
 
-    Correspondence is exact, through label and UV. For each pair (t, t+1), frame t is splatted bilinearly
-    into per-label D×D grids (colour sums S and weight sums W, ``unproject_to_texels``); each non-void
-    pixel q of frame t+1 gathers with the same bilinear taps at its own (label, u, v):
-    ĉ_t(q) = Σ a_k S_k / Σ a_k W_k. This is a kernel-weighted mean of frame-t pixels of q's label lying
-    within 2/D of q's (u, v) in both u and v; q counts only if such pixels exist (its surface point was
-    seen in frame t). The metric is mean |ĉ_t(q) - frame_{t+1}(q)| over channels and all counted pixels
-    of all pairs.
+    The warp error of video consistency work (a frame against the previous one warped by the motion, at
+    pixels visible in both), with the exact motion of the G-buffers (``flow.source_positions``): for each
+    non-void pixel q of frame t+1, the point p of frame t that shows q's surface point; frame t is sampled
+    there bilinearly, between four pixels of q's label. Pixels whose surface point frame t does not show
+    (occluded, off screen, at an edge) are not counted. The metric is mean |frame_t(p) - frame_{t+1}(q)| over
+    channels and all counted pixels of all pairs.
 
-    Hence a texture c(label, u, v) fixed over time scores at most 2·(max |∂c/∂u| + max |∂c/∂v|) / D
-    under any camera or object motion, and exactly 0 when the pixels sample texel centres. A larger D
-    lowers this interpolation error but needs denser pixels (fewer counted pixels).
+    Hence a texture fixed on its surfaces scores exactly 0 where surfaces rest under a fixed camera (p = q),
+    and elsewhere only the bilinear interpolation error of frame t between pixels, however detailed the
+    texture is within a texel of ``grid_size`` (which only seeds the search for p).
 
     Args:
         frames: (T, C, H, W) float in [0, 1], one sequence in time order, T >= 2.
@@ -254,21 +255,11 @@ def _warp_sums(frames: Tensor, gbuffer: GBuffer, grid_size: int) -> tuple[Tensor
     for start in range(0, num_frames - 1, _CHUNK):
         stop = min(start + _CHUNK, num_frames - 1)
         src, dst = slice(start, stop), slice(start + 1, stop + 1)
-        texel_mean, texel_weight = unproject_to_texels(
-            frames[src], gbuffer.uv[src], gbuffer.label[src], num_labels, grid_size
-        )  # (n, K, C, D, D), (n, K, D, D)
-        pairs = stop - start
-        weight = texel_weight.unsqueeze(2)
-        # One table of (K·n) "labels" so a single gather serves every pair: pair i uses entries i·K + l.
-        table = torch.cat([texel_mean * weight, weight], dim=2).flatten(0, 1)  # (n·K, C + 1, D, D)
-        label = gbuffer.label[dst]
-        offset = (torch.arange(pairs, device=label.device) * num_labels).view(pairs, 1, 1)
-        folded = torch.where(label != VOID, label + offset, label)
-        gathered = sample_label_textures(table, gbuffer.uv[dst], folded)  # (n, C + 1, H, W)
-        seen = gathered[:, channels]
-        counted = (label != VOID) & (seen > 0)  # (n, H, W)
-        warped = gathered[:, :channels] / seen.clamp(min=torch.finfo(seen.dtype).tiny).unsqueeze(1)
+        position, counted = source_positions(gbuffer.uv[src], gbuffer.label[src], gbuffer.uv[dst],
+                                             gbuffer.label[dst], num_labels, grid_size)
+        warped = sample_at(frames[src], position)  # (n, C, H, W)
         difference = (warped - frames[dst].float()).abs().sum(dim=1)  # (n, H, W), summed over channels
+        label = gbuffer.label[dst]
         total += torch.bincount(label[counted], weights=difference[counted].double(), minlength=num_labels + 1)
         count += torch.bincount(label[counted], minlength=num_labels + 1).double() * channels
     return total, count
