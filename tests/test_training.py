@@ -18,7 +18,7 @@ from tiny_assets import metric_rows
 from triton_s2r.cli import main
 from triton_s2r.data.datamodule import ClipSampler, EpochSampler, TritonDataModule
 from triton_s2r.train import build_system
-from triton_s2r.training.callbacks import NonFiniteLossError
+from triton_s2r.training.callbacks import LearningRateDecay, NonFiniteLossError
 
 CONF = Path(__file__).resolve().parent.parent / "triton_s2r" / "conf"
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
@@ -79,6 +79,22 @@ def test_learning_rates_of_the_optimisers_follow_their_factors() -> None:
     assert [g["lr"] for g in opt_d.param_groups] == [pytest.approx(8e-4)]
     assert sum(p.numel() for g in opt_d.param_groups for p in g["params"]) == sum(
         p.numel() for d in (system.discriminator_sim, system.discriminator_real) for p in d.parameters())
+
+
+def test_learning_rates_decay_linearly_to_zero_over_the_end_of_the_budget(data_root, tmp_path) -> None:
+    # Four batches, decay from half way: batch 3 (progress 2/4) trains at the full rates, batch 4 (3/4) at half.
+    run_dir = run(tmp_path, "decay", data_root, "trainer.max_epochs=1", "data.steps_per_epoch=4",
+                  "system.lr=2e-4", "system.lr_decay_from=0.5")
+    optimizers = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=False)["optimizer_states"]
+    rates = {g["name"]: (g["lr"], g["base_lr"]) for o in optimizers for g in o["param_groups"]}
+    assert rates == {"generator": (pytest.approx(1e-4), 2e-4), "texture": (pytest.approx(1e-3), pytest.approx(2e-3)),
+                     "discriminator": (pytest.approx(1e-4), 2e-4)}
+    decay = LearningRateDecay(0.5)
+    assert [decay.factor(p) for p in (0.0, 0.5, 0.75, 1.0)] == [1.0, 1.0, 0.5, 0.0]
+    with pytest.raises(ValueError, match="lr_decay_from and system.lr_step_size are two schedules"):
+        build_system(composed(["system.lr_decay_from=0.5", "system.lr_step_size=1000"]))
+    with pytest.raises(ValueError, match=r"must be in \[0, 1\)"):
+        LearningRateDecay(1.0)
 
 
 def test_crops_too_small_for_the_discriminator_scales_are_refused() -> None:

@@ -9,6 +9,7 @@
   ``system.max_nonfinite_steps`` in a row (docs/training.md, failure handling).
 * ``Previews``: an image grid and the baked textures every ``system.preview_every_n_batches`` batches.
 * ``RandomStates``: the RNG states in every checkpoint, so a resumed run continues exactly.
+* ``LearningRateDecay``: every learning rate falls linearly to 0 over the end of the run (``system.lr_decay_from``).
 
 They read what the step leaves on the system: ``model``, ``batches_trained`` (batches done, counted on the host)
 and ``last_step`` (a ``StepResult``). Nothing here waits for the GPU in a step, except where said.
@@ -24,6 +25,7 @@ from typing import cast
 import numpy as np
 import pytorch_lightning as pl
 import torch
+from pytorch_lightning.callbacks import Timer
 from torch.optim.swa_utils import get_ema_multi_avg_fn
 
 from triton_s2r.inference.video import to_uint8
@@ -71,6 +73,52 @@ class WeightAverage(pl.Callback):
         update(list(pl_module.model_ema.parameters()), list(pl_module.model.parameters()), None)
         for average, buffer in zip(pl_module.model_ema.buffers(), pl_module.model.buffers(), strict=True):
             average.copy_(buffer)
+
+
+def run_progress(trainer: pl.Trainer, batches_done: int) -> float:
+    """How far the run is through its budget, in [0, 1]: of its batches or of its time, whichever is further.
+
+    Batches: ``trainer.max_epochs`` times the batches of an epoch (``num_training_batches``); time:
+    ``trainer.max_time`` (Lightning's ``Timer``, whose elapsed time a resumed run carries on).
+    """
+    progress = 0.0
+    batches = trainer.num_training_batches
+    if trainer.max_epochs is not None and trainer.max_epochs > 0 and batches not in (0, float("inf")):
+        progress = batches_done / (trainer.max_epochs * batches)
+    timer = next((c for c in trainer.callbacks if isinstance(c, Timer)), None)  # pyright: ignore[reportAttributeAccessIssue]
+    if timer is not None and timer.time_remaining() is not None:
+        elapsed = timer.time_elapsed("train")
+        progress = max(progress, elapsed / max(elapsed + timer.time_remaining("train"), 1e-9))
+    return min(max(progress, 0.0), 1.0)
+
+
+class LearningRateDecay(pl.Callback):
+    """Every learning rate falls linearly to 0 over the last part of the run (CycleGAN's schedule, by budget).
+
+    Before each batch each optimizer group's rate is its configured rate (``base_lr``, set by
+    ``TritonSystem.configure_optimizers``) times min(1, (1 - progress) / (1 - start)), progress being
+    ``run_progress``: so a run bounded by time decays in its last minutes as one bounded by batches does in its
+    last batches. The rates are plain floats of eager optimizers, so compiled steps need no recompilation.
+
+    Args:
+        start: the progress in [0, 1) from which the rates decay.
+    """
+
+    def __init__(self, start: float) -> None:
+        if not 0.0 <= start < 1.0:
+            raise ValueError(f"system.lr_decay_from must be in [0, 1), got {start}")
+        self.start = start
+
+    def factor(self, progress: float) -> float:
+        """The rates' multiplier at ``progress``."""
+        return min(1.0, max(0.0, (1.0 - progress) / (1.0 - self.start)))
+
+    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: SteppedSystem, batch, batch_idx: int) -> None:
+        """Lightning hook: set every group's rate for this batch."""
+        factor = self.factor(run_progress(trainer, pl_module.batches_trained))
+        for optimizer in trainer.optimizers:
+            for group in optimizer.param_groups:
+                group["lr"] = group["base_lr"] * factor
 
 
 class NonFiniteGuard(pl.Callback):

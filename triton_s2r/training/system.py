@@ -52,7 +52,7 @@ from triton_s2r.models.generator import StyleFreeGenerator
 from triton_s2r.models.triton import SimBatch, TritonModel, to_unit
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import FrameState
-from triton_s2r.training.callbacks import NonFiniteGuard, Previews, RandomStates, WeightAverage
+from triton_s2r.training.callbacks import LearningRateDecay, NonFiniteGuard, Previews, RandomStates, WeightAverage
 from triton_s2r.training.ddp import PhaseGradients, check_sigterm_every
 from triton_s2r.training.robot_pairing import RobotViews
 from triton_s2r.training.step import Forward, StepInputs, StepResult, logging_batch
@@ -84,6 +84,8 @@ class TritonSystem(pl.LightningModule):
         weight_decay: Adam (coupled L2) weight decay. Reference: 1e-4.
         lr_step_size: halve (``lr_gamma``) every this many batches; None = constant (the released config).
         lr_gamma: StepLR factor. Paper: 0.5 every 100k.
+        lr_decay_from: from this fraction of the run's budget (batches or time) on, every rate falls linearly to 0
+            at its end (``callbacks.LearningRateDecay``); None = off. Not with ``lr_step_size``.
         resolution_schedule: ``[[batch, short_side], ...]``: from ``batch`` on, the shorter image side is
             resized to about ``short_side`` (plus up to ``resize_jitter``) before cropping. Paper:
             [[0, 320], [50000, 420], [100000, 512]].
@@ -130,6 +132,7 @@ class TritonSystem(pl.LightningModule):
         weight_decay: float = 1e-4,
         lr_step_size: int | None = None,
         lr_gamma: float = 0.5,
+        lr_decay_from: float | None = None,
         resolution_schedule: list[list[int]] | None = None,
         resize_jitter: float = 0.1,
         crop_size: int = 256,
@@ -166,6 +169,9 @@ class TritonSystem(pl.LightningModule):
                                  f"{net.num_scales} scales of {net.num_layers} layers need crops of at least "
                                  f"{net.min_input_side()} px; raise system.crop_size or lower "
                                  "model.discriminator_sim.num_scales (D_B follows it)")
+        if lr_decay_from is not None and lr_step_size is not None:
+            raise ValueError("system.lr_decay_from and system.lr_step_size are two schedules of one rate; set one "
+                             "of them to null")
         check_diff_augment_policy(discriminator_augment)
         self.discriminator_augment = tuple(discriminator_augment)
         self.schedule = sorted((int(b), int(s)) for b, s in (resolution_schedule or [[0, crop_size]]))
@@ -219,6 +225,9 @@ class TritonSystem(pl.LightningModule):
         opt_d = torch.optim.Adam([{"name": "discriminator", "params": discriminators}],
                                  lr=h.lr * h.discriminator_lr_factor,
                                  betas=tuple(h.betas), weight_decay=h.weight_decay, fused=True)
+        for optimizer in (opt_g, opt_d):
+            for group in optimizer.param_groups:
+                group["base_lr"] = group["lr"]  # what LearningRateDecay scales
         if h.lr_step_size is None:
             return [opt_g, opt_d]
         steps = [torch.optim.lr_scheduler.StepLR(o, h.lr_step_size, h.lr_gamma) for o in (opt_g, opt_d)]
@@ -228,8 +237,10 @@ class TritonSystem(pl.LightningModule):
         """The jobs around the step, with this system's settings; Lightning adds them to any ``Trainer``."""
         h = self.hparams
         average = [WeightAverage(h.ema_decay)] if h.ema_decay else []
+        decay = [LearningRateDecay(h.lr_decay_from)] if h.lr_decay_from is not None else []
         # In this order at each batch end: the average, the guard (which may stop training), the previews.
-        return [*average, NonFiniteGuard(h.max_nonfinite_steps), Previews(h.preview_every_n_batches), RandomStates()]
+        return [*average, NonFiniteGuard(h.max_nonfinite_steps), Previews(h.preview_every_n_batches), RandomStates(),
+                *decay]
 
     def setup(self, stage: str) -> None:
         """Lightning hook: ``attach_data`` with the trainer's datamodule, on this rank's device."""
