@@ -92,9 +92,11 @@ def source_positions(uv: Tensor, label: Tensor, uv_next: Tensor, label_next: Ten
 
     # Newton steps on uv(p) = uv_next(q), uv linear around the nearest earlier pixel.
     jacobian, jacobian_ok = _uv_jacobian(uv, label)
-    determinant = torch.linalg.det(jacobian)
+    a, b, c, d = jacobian.flatten(-2).unbind(-1)  # [[du/dx, du/dy], [dv/dx, dv/dy]]
+    determinant = a * d - b * c
     usable = jacobian_ok & (determinant.abs() > 1e-12)
-    inverse = torch.linalg.inv(torch.where(usable[..., None, None], jacobian, torch.eye(2, device=uv.device)))
+    inverse = torch.stack([torch.stack([d, -b], -1), torch.stack([-c, a], -1)], -2)  # 2x2 adjugate / determinant
+    inverse = inverse / torch.where(usable, determinant, 1.0)[..., None, None]
     uv_pixels = uv.permute(0, 2, 3, 1)  # (N, H, W, 2)
     target = uv_next.permute(0, 2, 3, 1)
     limit = torch.tensor([w - 1, h - 1], device=uv.device, dtype=position.dtype)
