@@ -86,9 +86,10 @@ def run_progress(trainer: pl.Trainer, batches_done: int) -> float:
     if trainer.max_epochs is not None and trainer.max_epochs > 0 and batches not in (0, float("inf")):
         progress = batches_done / (trainer.max_epochs * batches)
     timer = next((c for c in trainer.callbacks if isinstance(c, Timer)), None)  # pyright: ignore[reportAttributeAccessIssue]
-    if timer is not None and timer.time_remaining() is not None:
+    remaining = timer.time_remaining("train") if timer is not None else None
+    if timer is not None and remaining is not None:
         elapsed = timer.time_elapsed("train")
-        progress = max(progress, elapsed / max(elapsed + timer.time_remaining("train"), 1e-9))
+        progress = max(progress, elapsed / max(elapsed + remaining, 1e-9))
     return min(max(progress, 0.0), 1.0)
 
 
