@@ -26,7 +26,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
-from pytorch_lightning.callbacks import ModelCheckpoint, Timer, TQDMProgressBar
+from pytorch_lightning.callbacks import ModelCheckpoint, TQDMProgressBar
 from pytorch_lightning.plugins import TorchCheckpointIO
 from pytorch_lightning.utilities import rank_zero_only
 
@@ -34,7 +34,7 @@ from triton_s2r.losses.settings import LossSettings
 from triton_s2r.runs.config import ConfigError, build_model, check_training_config, config_diff
 from triton_s2r.runs.run_dir import BEST, EPOCH_PATTERN, CheckpointError, RunDir, load_checkpoint
 from triton_s2r.tabletop.dataset import make_dataset
-from triton_s2r.training.callbacks import NonFiniteLossError
+from triton_s2r.training.callbacks import NonFiniteLossError, time_budget
 from triton_s2r.training.curves import TrainingCurves
 from triton_s2r.utils.files import atomic_write
 
@@ -233,8 +233,7 @@ def stop_reason(trainer: pl.Trainer, max_epochs: int) -> str | None:
         return None
     if trainer.current_epoch >= max_epochs:
         return "max_epochs"
-    callbacks = trainer.callbacks  # pyright: ignore[reportAttributeAccessIssue]  # set in Trainer.__init__
-    timer = next((c for c in callbacks if isinstance(c, Timer)), None)
+    timer = time_budget(trainer)
     remaining = timer.time_remaining() if timer is not None else None
     return "max_time" if remaining is not None and remaining <= 0 else None
 

@@ -75,6 +75,12 @@ class WeightAverage(pl.Callback):
             average.copy_(buffer)
 
 
+def time_budget(trainer: pl.Trainer) -> Timer | None:
+    """The trainer's ``Timer``, which Lightning adds for ``trainer.max_time``; None without a time budget."""
+    callbacks = trainer.callbacks  # pyright: ignore[reportAttributeAccessIssue]  # set in Trainer.__init__
+    return next((c for c in callbacks if isinstance(c, Timer)), None)
+
+
 def run_progress(trainer: pl.Trainer, batches_done: int) -> float:
     """How far the run is through its budget, in [0, 1]: of its batches or of its time, whichever is further.
 
@@ -85,7 +91,7 @@ def run_progress(trainer: pl.Trainer, batches_done: int) -> float:
     batches = trainer.num_training_batches
     if trainer.max_epochs is not None and trainer.max_epochs > 0 and batches not in (0, float("inf")):
         progress = batches_done / (trainer.max_epochs * batches)
-    timer = next((c for c in trainer.callbacks if isinstance(c, Timer)), None)  # pyright: ignore[reportAttributeAccessIssue]
+    timer = time_budget(trainer)
     remaining = timer.time_remaining("train") if timer is not None else None
     if timer is not None and remaining is not None:
         elapsed = timer.time_elapsed("train")
