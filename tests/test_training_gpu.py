@@ -77,6 +77,16 @@ def test_compiled_step_trains_on_gpu(data: str, tmp_path, mode: str) -> None:
     assert losses and all(torch.isfinite(torch.tensor(losses)))
 
 
+def test_object_windows_train_compiled_with_cuda_graphs(data: str, tmp_path) -> None:
+    """loss.loss_weights.object_adversarial on the GPU: D_O compiled with the other networks, R1 at the first batch."""
+    run_dir = tmp_path / "objects"
+    assert main(["train", *GPU_TINY, "logger=csv", f"data.root={data}", "data.sim_source=render",
+                 "system.compile=true", "system.compile_mode=reduce-overhead", "loss.loss_weights.object_adversarial=1",
+                 "system.object_crop_size=32", "trainer.log_every_n_steps=1", f"hydra.run.dir={run_dir}"]) == 0
+    values = [float(r["train/object_adversarial"]) for r in metric_rows(run_dir) if r.get("train/object_adversarial")]
+    assert len(values) == 5 and all(0 < v < 10 for v in values)
+
+
 class _FailOnSync(pl.Callback):
     """Any synchronising PyTorch call inside a training step after the first two raises."""
 

@@ -137,9 +137,12 @@ def build_system(cfg: DictConfig):
     # _partial_: LossSettings goes in as it is (Hydra would turn it into a mapping); _convert_: plain containers
     # in hyperparameters, so checkpoints load with weights_only.
     system = instantiate(cfg.system, _partial_=True, _convert_="all")
-    return system(losses=losses, model=build_model(cfg.model.translator),
-                  discriminator_sim=build_model(cfg.model.discriminator_sim, "model.discriminator_sim"),
-                  discriminator_real=build_model(cfg.model.discriminator_real, "model.discriminator_real"))
+    discriminators = {name: build_model(cfg.model[name], f"model.{name}")
+                      for name in ("discriminator_sim", "discriminator_real")}
+    if losses.loss_weights.get("object_adversarial") and "discriminator_object" in cfg.model:
+        discriminators["discriminator_object"] = build_model(cfg.model.discriminator_object,
+                                                             "model.discriminator_object")
+    return system(losses=losses, model=build_model(cfg.model.translator), **discriminators)
 
 
 def checkpoint_callbacks(run: RunDir, keep: int, validation: bool) -> list[pl.Callback]:

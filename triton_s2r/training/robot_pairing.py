@@ -29,12 +29,17 @@ class RobotViews:
         states: (N, M, 4, 4) poses of those objects and the cameras of the N real frames.
         label_ids: (L,) int64 ids of the robot's labels (the pixels the term compares), on the renders' device.
         rasterizer: the backend that renders them.
+        static_ids: (S,) int64 labels of the static objects (rendered), on the renders' device.
+        object_ids: (O,) int64 labels of the objects that move (not rendered: their poses in the photos are unknown),
+            on the renders' device.
     """
 
     scene: Scene
     states: FrameState
     label_ids: Tensor
     rasterizer: UVLRasterizer
+    static_ids: Tensor
+    object_ids: Tensor
 
     @classmethod
     def from_states(cls, scene: Scene, states: FrameState, robot_labels: Sequence[str],
@@ -55,9 +60,15 @@ class RobotViews:
             raise ValueError(f"no object of the scene carries a label of system.robot_pairing_labels "
                              f"{list(robot_labels)}; list the labels of the robot's links")
         keep = [i for i, obj in enumerate(scene.objects) if obj.label in ids or bool(static[i])]
+        static_ids = sorted({obj.label for i, obj in enumerate(scene.objects) if i in keep and obj.label not in ids})
+        moving_ids = sorted({obj.label for i, obj in enumerate(scene.objects) if i not in keep})
+
+        def on_device(values: list[int]) -> Tensor:
+            return torch.tensor(values, dtype=torch.long, device=rasterizer.device)
+
         return cls(Scene(tuple(scene.objects[i] for i in keep), scene.labels),
-                   FrameState(poses[:, keep].contiguous(), states.camera), torch.tensor(ids, device=rasterizer.device),
-                   rasterizer)
+                   FrameState(poses[:, keep].contiguous(), states.camera), on_device(ids), rasterizer,
+                   on_device(static_ids), on_device(moving_ids))
 
     def render(self, frames: list[int], size: tuple[int, int], offsets: Tensor, crop: int) -> GBuffer:
         """The real frames ``frames`` resized to ``size`` (H', W') and cropped at ``offsets`` ((B, 2) top, left).

@@ -55,6 +55,8 @@ class Forward:
         robot_x_ab: (B, 3, H, W) the translation of the photos' robot renders (``robot_pairing``), made in the same
             network calls as x_ab; robot_label: (B, H, W) those renders' labels; robot_projection: (B, C, H, W) their
             texture projection π (``texture_pairing``); all three None when no photo is rendered.
+        object_fake, object_real: (B, 3, S, S) windows around an object in x_ab and in the photos
+            (``object_adversarial``, ``training.object_crops``); None without that term.
     """
 
     uv: Tensor
@@ -70,6 +72,8 @@ class Forward:
     robot_x_ab: Tensor | None = None
     robot_label: Tensor | None = None
     robot_projection: Tensor | None = None
+    object_fake: Tensor | None = None
+    object_real: Tensor | None = None
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ the schedules is kept on the host.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
 import pytorch_lightning as pl
@@ -54,6 +55,7 @@ from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import FrameState
 from triton_s2r.training.callbacks import LearningRateDecay, NonFiniteGuard, Previews, RandomStates, WeightAverage
 from triton_s2r.training.ddp import PhaseGradients, check_sigterm_every
+from triton_s2r.training.object_crops import crop_windows, draw_centres, photo_objectness, sim_objectness
 from triton_s2r.training.robot_pairing import RobotViews
 from triton_s2r.training.step import Forward, StepInputs, StepResult, logging_batch
 
@@ -63,7 +65,7 @@ if TYPE_CHECKING:
     from triton_s2r.data.datamodule import TritonDataModule
 
 LOSS_TERMS = ("adversarial", "reconstruction", "content", "cycle", "surface_consistency", "surface_chroma_consistency",
-              "texture_reality", "robot_pairing", "texture_pairing")
+              "texture_reality", "robot_pairing", "texture_pairing", "object_adversarial")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
@@ -111,6 +113,11 @@ class TritonSystem(pl.LightningModule):
         preview_every_n_batches: batches between image grids in ``previews/`` and W&B (``Previews``).
         robot_pairing_labels: the robot's labels, whose pixels the ``robot_pairing`` term compares (used only when
             its weight or ``texture_pairing``'s is set; docs/method.md §4.7).
+        discriminator_object: D_O on windows around the objects, in the translations and the photos (3 channels;
+            needed when ``object_adversarial`` has a weight, else unused; docs/method.md §4.9).
+        object_crop_fraction: the object windows' side as a fraction of ``crop_size`` (rounded to an even number of
+            pixels).
+        object_crop_size: the side the windows are resampled to, D_O's input.
     """
 
     loss_terms: tuple[str, ...] = LOSS_TERMS
@@ -147,18 +154,30 @@ class TritonSystem(pl.LightningModule):
         compile_mode: str = "default",
         preview_every_n_batches: int = 250,
         robot_pairing_labels: Sequence[str] = ("robot_base", "robot_arm", "robot_hand"),
+        discriminator_object: MultiScaleDiscriminator | None = None,
+        object_crop_fraction: float = 0.25,
+        object_crop_size: int = 64,
     ) -> None:
         super().__init__()
         self.losses = losses
         self.loss_weights = losses.weights(self.loss_terms, type(self).__name__)
         # Plain values only (logged, and saved in checkpoints, which load with weights_only=True): the arguments
         # but the networks, then (a second call adds to the first) the loss settings as a mapping.
-        self.save_hyperparameters(ignore=["model", "discriminator_sim", "discriminator_real", "losses"])
+        self.save_hyperparameters(ignore=["model", "discriminator_sim", "discriminator_real", "discriminator_object",
+                                          "losses"])
         self.save_hyperparameters({"losses": losses.as_dict()})
         self.automatic_optimization = False
         self.model = model
         self.discriminator_sim = discriminator_sim
         self.discriminator_real = discriminator_real
+        self.discriminator_object = discriminator_object if self.loss_weights.get("object_adversarial") else None
+        if self.loss_weights.get("object_adversarial") and discriminator_object is None:
+            raise ValueError("loss.loss_weights.object_adversarial needs model.discriminator_object; keep that group "
+                             "of model/triton.yaml or set the weight to 0")
+        self.object_window = 2 * max(1, round(object_crop_fraction * crop_size / 2))
+        if self.discriminator_object is not None and object_crop_size < self.discriminator_object.min_input_side():
+            raise ValueError(f"system.object_crop_size {object_crop_size} is too small for model.discriminator_object "
+                             f"(at least {self.discriminator_object.min_input_side()} px)")
         if discriminator_sim.in_channels != model.sim_input.out_channels:
             raise ValueError(f"x_a has {model.sim_input.out_channels} channels but discriminator_sim takes "
                              f"{discriminator_sim.in_channels}; leave model.discriminator_sim.in_channels at its "
@@ -200,7 +219,7 @@ class TritonSystem(pl.LightningModule):
             options = {**torch._inductor.list_mode_options(compile_mode), "triton.mix_order_reduction": False}
             self._cuda_graphs = options.get("triton.cudagraphs", False)
             for net in (model.generator_sim.encoder, model.generator_sim.decoder, model.generator_real.encoder,
-                        model.generator_real.decoder, discriminator_sim, discriminator_real, model.texture):
+                        model.generator_real.decoder, *self._discriminators(), model.texture):
                 net.compile(dynamic=False, options=options)  # in place: parameter names and checkpoints stay the same
             # MS-SSIM is dozens of small kernels per level; compiled, each call site's shapes get fused kernels.
             self._reconstruction_loss = torch.compile(reconstruction_loss, dynamic=False, options=options)
@@ -221,7 +240,7 @@ class TritonSystem(pl.LightningModule):
             groups.append({"name": "texture", "params": texture, "lr": h.lr * h.texture_lr_factor})
         # fused: one kernel per step, and it honours found_inf (see _optimize)
         opt_g = torch.optim.Adam(groups, betas=tuple(h.betas), weight_decay=h.weight_decay, fused=True)
-        discriminators = [*self.discriminator_sim.parameters(), *self.discriminator_real.parameters()]
+        discriminators = [p for d in self._discriminators() for p in d.parameters()]
         opt_d = torch.optim.Adam([{"name": "discriminator", "params": discriminators}],
                                  lr=h.lr * h.discriminator_lr_factor,
                                  betas=tuple(h.betas), weight_decay=h.weight_decay, fused=True)
@@ -262,7 +281,8 @@ class TritonSystem(pl.LightningModule):
         # val/psnr_masked scores objects and robot, as eval's psnr_masked: the table is background.
         self._background_labels = [labels.id_of("table")] if labels is not None and "table" in labels.names else []
         rendered_sim = datamodule is not None and datamodule.sim_source == "render"
-        paired_terms = [name for name in ("robot_pairing", "texture_pairing") if self.loss_weights.get(name)]
+        paired_terms = [name for name in ("robot_pairing", "texture_pairing", "object_adversarial")
+                        if self.loss_weights.get(name)]
         if paired_terms and not (datamodule is not None and datamodule.has_real_states):
             rank_zero_warn(f"loss.loss_weights {paired_terms} off for this run: they need the real frames' robot "
                            "states, which plain folders have only with data.scene and data.real_states (the photos' "
@@ -375,7 +395,7 @@ class TritonSystem(pl.LightningModule):
 
     def _generator_phase(self, out: Forward, optimizer) -> tuple[dict[str, Tensor], Tensor, Tensor]:
         """G and texture learn against the updated, frozen discriminators: (unweighted terms, loss, skipped)."""
-        discriminators = (self.discriminator_sim, self.discriminator_real)
+        discriminators = self._discriminators()
         for d in discriminators:
             d.requires_grad_(False)  # the G step must not accumulate D gradients
         terms = self._generator_terms(out)
@@ -429,22 +449,43 @@ class TritonSystem(pl.LightningModule):
         c_a, c_b = m.generator_sim.encode(x_a), m.generator_real.encode(real)
         x_ab, x_ab_fixed_texture = m.decode_real(c_a, both)
         n = sample.uv.shape[0]  # the sim batch comes first in the networks' calls
-        return Forward(uv=sample.uv, label=sample.label, x_a=x_a[:n], projection=projection[:n], real=real,
-                       x_ab=x_ab[:n], x_ab_fixed_texture=x_ab_fixed_texture[:n], c_a=c_a[:n], c_b=c_b,
-                       x_ba=m.generator_sim.decode(c_b), robot_x_ab=None if robot is None else x_ab[n:],
-                       robot_label=None if robot is None else robot.label,
-                       robot_projection=None if robot is None else projection[n:])
+        out = Forward(uv=sample.uv, label=sample.label, x_a=x_a[:n], projection=projection[:n], real=real,
+                      x_ab=x_ab[:n], x_ab_fixed_texture=x_ab_fixed_texture[:n], c_a=c_a[:n], c_b=c_b,
+                      x_ba=m.generator_sim.decode(c_b), robot_x_ab=None if robot is None else x_ab[n:],
+                      robot_label=None if robot is None else robot.label,
+                      robot_projection=None if robot is None else projection[n:])
+        return self._with_object_crops(out) if self.loss_weights["object_adversarial"] else out
+
+    def _with_object_crops(self, out: Forward) -> Forward:
+        """``out`` with windows around an object in each translation and each photo (``training.object_crops``)."""
+        views = self._robot_views
+        assert views is not None and out.robot_x_ab is not None and out.robot_label is not None  # with the weight
+        window, size = self.object_window, self.hparams.object_crop_size
+        # The texture explains the photos where the texture pairing fits it to them.
+        explanations = [out.robot_x_ab, *([out.robot_projection] if self.loss_weights["texture_pairing"] else [])]
+        sim_centres = draw_centres(sim_objectness(out.label, views.object_ids), window)
+        photo_centres = draw_centres(photo_objectness(out.real, explanations, out.robot_label, views.static_ids),
+                                     window)
+        return replace(out, object_fake=crop_windows(out.x_ab, sim_centres, window, size),
+                       object_real=crop_windows(out.real, photo_centres, window, size))
 
     def _discriminator_loss(self, out: Forward) -> Tensor:
         """LSGAN/hinge D loss on the detached translations of this batch's forward pass, plus R1 if ``r1_gamma``."""
         assert out.x_ba is not None  # set by _forward (PairedSystem has its own discriminator loss)
-        return (self._discriminator_term(self.discriminator_real, out.real, out.x_ab)
+        loss = (self._discriminator_term(self.discriminator_real, out.real, out.x_ab)
                 + self._discriminator_term(self.discriminator_sim, out.x_a, out.x_ba))
+        if self.discriminator_object is None:
+            return loss
+        assert out.object_real is not None and out.object_fake is not None  # drawn by _forward with the weight
+        return loss + self._discriminator_term(self.discriminator_object, out.object_real, out.object_fake,
+                                               "object_adversarial")
 
-    def _discriminator_term(self, discriminator: MultiScaleDiscriminator, real: Tensor, fake: Tensor) -> Tensor:
-        """One discriminator's weighted loss on ``real`` against ``fake`` (both detached here), plus its R1 penalty.
+    def _discriminator_term(self, discriminator: MultiScaleDiscriminator, real: Tensor, fake: Tensor,
+                            term: str = "adversarial") -> Tensor:
+        """One discriminator's loss on ``real`` against ``fake`` (both detached here), plus its R1 penalty.
 
-        R1 is added at every ``loss.r1_interval``-th batch, weighted by that interval (lazy regularisation).
+        The loss is weighted as the generator's ``term``. R1 is added at every ``loss.r1_interval``-th batch,
+        weighted by that interval (lazy regularisation).
         """
         interval = self.losses.r1_interval
         gamma = self.losses.r1_gamma * interval if self.batches_trained % interval == 0 else 0.0
@@ -456,7 +497,7 @@ class TritonSystem(pl.LightningModule):
         real = real.detach()
 
         def adversarial(real_logits: list[Tensor]) -> Tensor:
-            return self.loss_weights["adversarial"] * discriminator_adversarial_loss(
+            return self.loss_weights[term] * discriminator_adversarial_loss(
                 real_logits, self._logits(discriminator, fake.detach()), self.losses.gan_type)
 
         if not gamma:
@@ -538,6 +579,10 @@ class TritonSystem(pl.LightningModule):
             terms["reconstruction"] = omega(decoded_a[0], target_a, sim_range) + omega(decoded_b[0], real, 2.0)
         if w["cycle"]:
             terms["cycle"] = omega(decoded_a[-1], target_a, sim_range) + omega(decoded_b[-1], real, 2.0)
+        if w["object_adversarial"]:
+            assert self.discriminator_object is not None and out.object_fake is not None  # with the weight
+            terms["object_adversarial"] = generator_adversarial_loss(
+                self._logits(self.discriminator_object, out.object_fake), s.gan_type)
         if w["robot_pairing"]:
             terms["robot_pairing"] = self._robot_pairing(out)
         if w["texture_pairing"]:
@@ -565,6 +610,11 @@ class TritonSystem(pl.LightningModule):
         """
         with torch.compiler.set_stance("force_eager" if eager else "default"):
             return [logit.float() for logit in discriminator(diff_augment(image.float(), self.discriminator_augment))]
+
+    def _discriminators(self) -> list[MultiScaleDiscriminator]:
+        """D_A, D_B and, with ``object_adversarial``, D_O."""
+        extra = [] if self.discriminator_object is None else [self.discriminator_object]
+        return [self.discriminator_sim, self.discriminator_real, *extra]
 
     def _clip(self, optimizer) -> None:
         if self.hparams.gradient_clip_val:
