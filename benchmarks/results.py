@@ -243,6 +243,22 @@ def downstream_metrics(source: str, data: str, seed: int, out: Path, env: dict |
     return {k: result[k] for k in DOWNSTREAM_COLUMNS}
 
 
+def downstream_references(data: str, seeds: Sequence[int], runs: Path, env: dict[str, str]) -> str:
+    """The results' section of the downstream references (``DOWNSTREAM_REFERENCES``), one row per source and seed.
+
+    They need no run, so ``main`` trains them while the runs compile and train: a call on a lent GPU then ends
+    with the runs' own evaluations, not with these.
+    """
+    lines = ["| train on | seed | " + " | ".join(DOWNSTREAM_COLUMNS) + " |",
+             "|" + "---|" * (len(DOWNSTREAM_COLUMNS) + 2)]
+    for source in DOWNSTREAM_REFERENCES:
+        for seed in seeds:
+            values = downstream_metrics(source, data, seed, runs / f"downstream-{source}-seed{seed}.json", env)
+            lines.append(f"| {source} | {seed} | " + " | ".join(cell(values[k]) for k in DOWNSTREAM_COLUMNS) + " |")
+    return ("Downstream references (`triton-s2r downstream DATA --train-on real|sim`): the pose regressor trained on "
+            "the real frames (the ceiling) and on the raw UVL images (the floor):\n\n" + "\n".join(lines) + "\n\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="benchmark dataset with a paired test split and sequences")
@@ -285,6 +301,9 @@ def main() -> None:
             for s, seed in enumerate(args.seeds) for r, (name, overrides) in enumerate(rows)]
     workers = len(runs) if args.concurrent else len(gpus)
     threads = max(1, len(os.sched_getaffinity(0)) // workers)  # runs at once share the cores, not oversubscribe
+    references_pool = ThreadPoolExecutor(max_workers=1)
+    references = (references_pool.submit(downstream_references, args.data, args.seeds, args.runs,
+                                          run_env(gpus[0], threads)) if args.downstream else None)
     if args.compile:
         fill_compile_cache(rows, args.data, args.runs, gpus, threads)
         if args.concurrent:
@@ -317,18 +336,8 @@ def main() -> None:
                 print(f"{run.name}, seed {run.seed} failed: {failures[-1][1]}", flush=True)
     if not outcomes:
         sys.exit("every run failed:\n" + failures_section(failures))
-
-    references = ""
-    if args.downstream:
-        lines = ["| train on | seed | " + " | ".join(DOWNSTREAM_COLUMNS) + " |",
-                 "|" + "---|" * (len(DOWNSTREAM_COLUMNS) + 2)]
-        for source in DOWNSTREAM_REFERENCES:
-            for seed in args.seeds:
-                values = downstream_metrics(source, args.data, seed, args.runs / f"downstream-{source}-seed{seed}.json")
-                lines.append(f"| {source} | {seed} | " + " | ".join(cell(values[k]) for k in DOWNSTREAM_COLUMNS) + " |")
-        references = ("Downstream references (`triton-s2r downstream DATA --train-on real|sim`): the pose regressor "
-                      "trained on the real frames (the ceiling) and on the raw UVL images (the floor):\n\n"
-                      + "\n".join(lines) + "\n\n")
+    references_text = references.result() if references is not None else ""
+    references_pool.shutdown()
     header = (
         f"# Results\n\n- card: {machine()} x{len(gpus)}\n- command: `python -m benchmarks.results "
         f"{' '.join(shlex.quote(a) for a in sys.argv[1:])}`\n- date: {datetime.date.today().isoformat()}, "
@@ -336,7 +345,8 @@ def main() -> None:
         + (f"budget {args.budget_seconds} s of training per run" if args.recipe == "benchmark" else
            "the README demo's training per run (`experiment=demo`, 600 batches unless a row overrides them: see "
            "the batches column)") + "\n\n")
-    text = report(header, outcomes, failures, COLUMNS + (DOWNSTREAM_COLUMNS if args.downstream else ()), references)
+    text = report(header, outcomes, failures, COLUMNS + (DOWNSTREAM_COLUMNS if args.downstream else ()),
+                  references_text)
     out = args.out or args.runs / "results.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(out) as tmp:

@@ -125,3 +125,27 @@ def test_report_holds_every_section_and_the_failed_runs() -> None:
     assert "**Failed runs (1)**" in text and "- triton, seed 2: out of GPU memory" in text
     assert "| triton | 2 | 21.5000 ± 0.7071 |" in text  # the summary: the two finished seeds
     assert "| triton | 1 | 22.0000 | 900 | 880 |" in text  # every run
+
+
+def test_downstream_references_reuse_the_files_a_call_left_and_train_the_others(tmp_path, monkeypatch) -> None:
+    """Each source and seed is one file: a rerun trains only what is missing (here: the sim floor of seed 1)."""
+    import json
+    import subprocess
+
+    from benchmarks import results
+
+    for source, seed in (("real", 0), ("real", 1), ("sim", 0)):
+        (tmp_path / f"downstream-{source}-seed{seed}.json").write_text(json.dumps(
+            {"joint_error_deg": 60.0 + seed, "joint_error_deg_train_states": 40.0, "object_position_error_cm": 25.0}))
+    trained = []
+
+    def fake_run(command, check, env):  # the CLI's regressor training, recorded instead of run
+        trained.append(command[command.index("--train-on") + 1:command.index("--train-on") + 4])
+        out = Path(command[command.index("--out") + 1])
+        out.write_text(json.dumps({"joint_error_deg": 80.0, "joint_error_deg_train_states": 70.0,
+                                   "object_position_error_cm": 30.0}))
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    section = results.downstream_references("DATA", [0, 1], tmp_path, {})
+    assert trained == [["sim", "--seed", "1"]]
+    assert "| real | 1 | 61.0000 | 40.0000 | 25.0000 |" in section and "| sim | 1 | 80.0000 |" in section
