@@ -229,6 +229,18 @@ def test_without_the_uv_hint_only_the_texture_tells_where_a_pixel_lies() -> None
     assert torch.equal(moved, without)
 
 
+def test_without_the_label_hint_only_the_texture_tells_the_objects_apart() -> None:
+    uv, label = make_gbuffer()
+    texture = torch.rand(2, 3, 32, 32)
+    with_label = SimInput(NUM_LABELS, uv_hint=False)(texture, uv, label)
+    without = SimInput(NUM_LABELS, uv_hint=False, label_hint=False)(texture, uv, label)
+    torch.testing.assert_close(without[:, 5], (label > 0).float() * 2 - 1)  # surface or void, no more
+    torch.testing.assert_close(without[:, 2], with_label[:, 2] - with_label[:, 5] + without[:, 5])
+    torch.testing.assert_close(without[:, [0, 1, 3, 4]], with_label[:, [0, 1, 3, 4]])
+    relabelled = torch.where(label > 0, NUM_LABELS + 1 - label, label)  # other objects, the same textures
+    assert torch.equal(SimInput(NUM_LABELS, uv_hint=False, label_hint=False)(texture, uv, relabelled), without)
+
+
 def test_model_refuses_a_sim_generator_of_the_wrong_width() -> None:
     from triton_s2r.models.triton import TritonModel
 

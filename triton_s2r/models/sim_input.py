@@ -95,6 +95,9 @@ class SimInput(nn.Module):
         uv_hint: True (reference): the hint holds u and v; False: its u and v channels are -1 everywhere, so the
             networks see where a pixel lies on its surface only through the texture (the label stays); the
             package's config sets False, the texture-less experiments True. Runs saved without the key load as True.
+        label_hint: True (reference): the hint's third channel is ``2·label/K - 1``; False: 1 on every surface
+            (-1 on void), so the networks tell the objects apart only by their textures (and, with "onehot", the
+            label channels). Runs saved without the key load as True.
     """
 
     def __init__(
@@ -105,6 +108,7 @@ class SimInput(nn.Module):
         hint_multiplier: float = 1.0,
         label_encoding: str = "scalar",
         uv_hint: bool = True,
+        label_hint: bool = True,
     ) -> None:
         super().__init__()
         if texture_channels < 3:
@@ -118,6 +122,7 @@ class SimInput(nn.Module):
         self.texture_multiplier = texture_multiplier
         self.hint_multiplier = hint_multiplier
         self.uv_hint = uv_hint
+        self.label_hint = label_hint
 
     @property
     def out_channels(self) -> int:
@@ -159,6 +164,8 @@ class SimInput(nn.Module):
         hint = uvl_hint(uv, label, self.num_labels)
         if not self.uv_hint:
             hint = torch.cat([torch.full_like(hint[:, :2], -1.0), hint[:, 2:]], dim=1)
+        if not self.label_hint:
+            hint = torch.cat([hint[:, :2], (label > 0).unsqueeze(1).to(hint.dtype) * 2 - 1], dim=1)
         # float32 keeps the UV hint precise under autocast; the convolutions cast as they need.
         projection = texture_projection(texture.float(), label) * self.texture_multiplier
         parts = [hint * self.hint_multiplier + projection[:, :3], hint, projection[:, 3:]]
@@ -171,5 +178,6 @@ class SimInput(nn.Module):
         """Labels and the texture and hint multipliers, for ``repr(module)``."""
         return (
             f"num_labels={self.num_labels}, texture_multiplier={self.texture_multiplier}, "
-            f"hint_multiplier={self.hint_multiplier}, label_encoding={self.label_encoding!r}, uv_hint={self.uv_hint}"
+            f"hint_multiplier={self.hint_multiplier}, label_encoding={self.label_encoding!r}, uv_hint={self.uv_hint}, "
+            f"label_hint={self.label_hint}"
         )
