@@ -32,9 +32,8 @@ def sim_objectness(label: Tensor, object_ids: Tensor) -> Tensor:
 def photo_objectness(photo: Tensor, explanations: list[Tensor], render_label: Tensor, static_ids: Tensor) -> Tensor:
     """Where the photos differ from every explanation of their robot-and-table renders, on the static surfaces.
 
-    On the tabletop benchmark's photos, with a CPU demo run's translator and texture, a window centre drawn from
-    the translation's residual alone lands on an object 64 % of the time (6 % of the table's pixels are objects);
-    from the geometric mean with the texture's, 79 % (docs/lab/object-windows-2026-12-01.md).
+    Each residual alone mistakes what its explanation gets wrong for an object (the translation's shading, the
+    flat texture's shadows); an object is what neither explains (docs/method.md §4.9).
 
     Args:
         photo: (B, 3, H, W) in [-1, 1].
@@ -63,7 +62,7 @@ def draw_centres(objectness: Tensor, window: int, generator: torch.Generator | N
     Returns:
         (B, 2) int64 (row, column) pixel indices; an image without objectness gets a centre drawn uniformly.
     """
-    batch, height, width = objectness.shape
+    width = objectness.shape[-1]
     side = max(3, window // 4) | 1
     filtered = F.avg_pool2d(objectness[:, None].float(), side, stride=1, padding=side // 2,
                             count_include_pad=False)[:, 0].flatten(1)

@@ -474,9 +474,10 @@ class TritonSystem(pl.LightningModule):
         assert out.x_ba is not None  # set by _forward (PairedSystem has its own discriminator loss)
         loss = (self._discriminator_term(self.discriminator_real, out.real, out.x_ab)
                 + self._discriminator_term(self.discriminator_sim, out.x_a, out.x_ba))
-        if self.discriminator_object is None:
+        if not self.loss_weights["object_adversarial"]:  # also where attach_data turned it off: no real states
             return loss
-        assert out.object_real is not None and out.object_fake is not None  # drawn by _forward with the weight
+        assert self.discriminator_object is not None and out.object_real is not None  # drawn with the weight
+        assert out.object_fake is not None
         return loss + self._discriminator_term(self.discriminator_object, out.object_real, out.object_fake,
                                                "object_adversarial")
 
