@@ -108,18 +108,3 @@ def test_training_with_object_adversarial_logs_the_term(data_root, tmp_path) -> 
     values = [float(row["train/object_adversarial"]) for row in metric_rows(out) if row.get("train/object_adversarial")]
     assert len(values) == 2 and all(math.isfinite(v) and v > 0 for v in values)
 
-
-def test_plain_folders_without_real_states_train_without_object_windows_and_say_so(data_root, tmp_path) -> None:
-    labels = BenchmarkDataset.open(data_root).labels
-    out = tmp_path / "run"
-    with pytest.warns(UserWarning, match=r"loss.loss_weights \[.*'object_adversarial'\] off for this run"):
-        assert main(["train", "data=folders", *TINY, "logger=csv", "data.root=null", f"hydra.run.dir={out}",
-                     f"data.sim_dir={data_root / 'train_sim' / 'uvl'}",
-                     f"data.real_dir={data_root / 'train_real' / 'real'}",
-                     f"data.labels.names=[{','.join(labels.names)}]",
-                     f"data.labels.values=[{','.join(str(v) for v in labels.values)}]", "trainer.max_epochs=1",
-                     "data.steps_per_epoch=2", "trainer.log_every_n_steps=1", "loss.loss_weights.object_adversarial=1",
-                     "system.object_crop_fraction=0.5", "system.object_crop_size=32"]) == 0
-    rows = metric_rows(out)
-    assert any(row.get("train/adversarial") for row in rows)
-    assert not any(row.get("train/object_adversarial") for row in rows)

@@ -67,18 +67,25 @@ def test_training_with_robot_pairing_logs_the_term(data_root, tmp_path) -> None:
     assert len(values) == 2 and all(math.isfinite(v) and v > 0 for v in values)
 
 
-def test_plain_folders_without_real_states_train_without_the_term_and_say_so(data_root, tmp_path) -> None:
+@pytest.mark.parametrize(("term", "overrides", "listed"), [
+    ("robot_pairing", ["loss.loss_weights.robot_pairing=10"], "'robot_pairing', 'texture_pairing'"),
+    ("object_adversarial", ["loss.loss_weights.object_adversarial=1", "system.object_crop_fraction=0.5",
+                            "system.object_crop_size=32"], "'robot_pairing', 'texture_pairing', 'object_adversarial'"),
+])
+def test_plain_folders_without_real_states_train_without_the_term_and_say_so(data_root, tmp_path, term: str,
+                                                                             overrides: list[str], listed: str) -> None:
+    """Every term that needs the photos' states is turned off, with one warning naming them all."""
     labels = BenchmarkDataset.open(data_root).labels
     out = tmp_path / "run"
-    with pytest.warns(UserWarning, match=r"loss.loss_weights \['robot_pairing', 'texture_pairing'\] off for this run"):
+    with pytest.warns(UserWarning, match=rf"loss.loss_weights \[{listed}\] off for this run"):
         assert main(["train", "data=folders", *TINY, "logger=csv", "data.root=null", f"hydra.run.dir={out}",
                      f"data.sim_dir={data_root / 'train_sim' / 'uvl'}",
                      f"data.real_dir={data_root / 'train_real' / 'real'}",
                      f"data.labels.names=[{','.join(labels.names)}]",
                      f"data.labels.values=[{','.join(str(v) for v in labels.values)}]",
-                     "trainer.max_epochs=1", "data.steps_per_epoch=2", "loss.loss_weights.robot_pairing=10"]) == 0
+                     "trainer.max_epochs=1", "data.steps_per_epoch=2", "trainer.log_every_n_steps=1", *overrides]) == 0
     rows = metric_rows(out)
-    assert rows and not any(row.get("train/robot_pairing") for row in rows)
+    assert rows and not any(row.get(f"train/{term}") for row in rows)
     assert any(row.get("train/adversarial") for row in rows)
 
 
