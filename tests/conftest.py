@@ -8,6 +8,7 @@ the training, inference and evaluation tests. The slow tier's ``demo_out`` runs 
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -24,6 +25,10 @@ os.environ.setdefault("WANDB_MODE", "disabled")  # tests never touch the network
 # the downstream CNN 50 times slower.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))  # torch is loaded already: tell it too
+# Hydra's job logging turns on logging.captureWarnings the first time a run starts, and inside pytest.warns that
+# sends a run's warnings to the log instead of the test; on from the start, Hydra's call changes nothing, so a test
+# of a warning passes alone as in the whole tier.
+logging.captureWarnings(True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

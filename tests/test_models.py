@@ -241,6 +241,29 @@ def test_without_the_label_hint_only_the_texture_tells_the_objects_apart() -> No
     assert torch.equal(SimInput(NUM_LABELS, uv_hint=False, label_hint=False)(texture, uv, relabelled), without)
 
 
+def test_a_shared_label_hint_tells_the_objects_apart_by_their_textures_alone() -> None:
+    uv, label = make_gbuffer()
+    texture = torch.rand(2, 3, 32, 32)
+    by_id = SimInput(NUM_LABELS, uv_hint=False)
+    shared = SimInput(NUM_LABELS, uv_hint=False)
+    shared.share_label_hint(torch.tensor([2, 3]))
+    own, x_a = by_id(texture, uv, label), shared(texture, uv, label)
+    objects = label >= 2
+    assert torch.equal(x_a[~objects.unsqueeze(1).expand_as(x_a)], own[~objects.unsqueeze(1).expand_as(own)])
+    value_2, value_3 = own[:, 5][label == 2][0], own[:, 5][label == 3][0]  # by id the two differ in the hint
+    assert value_2 < value_3
+    torch.testing.assert_close(x_a[:, 5][objects], torch.full_like(x_a[:, 5][objects], (value_2 + value_3) / 2))
+    swapped = torch.where(objects, 5 - label, label)  # the two objects exchanged, the same textures
+    assert torch.equal(shared(texture, uv, swapped), x_a)
+    restored = SimInput(NUM_LABELS, uv_hint=False)
+    restored.load_state_dict(shared.state_dict())  # saved with the weights: what a Translator loads
+    assert torch.equal(restored(texture, uv, label), x_a)
+    restored.load_state_dict({})  # a run saved before the buffer: every label hinted by its own id
+    assert torch.equal(restored(texture, uv, label), own)
+    with pytest.raises(ValueError, match=r"label ids \[0\] outside 1..3"):
+        shared.share_label_hint(torch.tensor([0]))
+
+
 def test_model_refuses_a_sim_generator_of_the_wrong_width() -> None:
     from triton_s2r.models.triton import TritonModel
 

@@ -68,16 +68,19 @@ def test_training_with_robot_pairing_logs_the_term(data_root, tmp_path) -> None:
 
 
 @pytest.mark.parametrize(("term", "overrides", "listed"), [
-    ("robot_pairing", ["loss.loss_weights.robot_pairing=10"], "'robot_pairing', 'texture_pairing'"),
+    ("robot_pairing", ["loss.loss_weights.robot_pairing=10"], r"\['robot_pairing', 'texture_pairing'\]"),
     ("object_adversarial", ["loss.loss_weights.object_adversarial=1", "system.object_crop_fraction=0.5",
-                            "system.object_crop_size=32"], "'robot_pairing', 'texture_pairing', 'object_adversarial'"),
+                            "system.object_crop_size=32"],
+     r"\['robot_pairing', 'texture_pairing', 'object_adversarial'\]"),
+    ("robot_pairing", ["system.shared_object_hint=true"],
+     r"\['robot_pairing', 'texture_pairing'\] and system.shared_object_hint"),
 ])
 def test_plain_folders_without_real_states_train_without_the_term_and_say_so(data_root, tmp_path, term: str,
                                                                              overrides: list[str], listed: str) -> None:
     """Every term that needs the photos' states is turned off, with one warning naming them all."""
     labels = BenchmarkDataset.open(data_root).labels
     out = tmp_path / "run"
-    with pytest.warns(UserWarning, match=rf"loss.loss_weights \[{listed}\] off for this run"):
+    with pytest.warns(UserWarning, match=rf"loss.loss_weights {listed} off for this run"):
         assert main(["train", "data=folders", *TINY, "logger=csv", "data.root=null", f"hydra.run.dir={out}",
                      f"data.sim_dir={data_root / 'train_sim' / 'uvl'}",
                      f"data.real_dir={data_root / 'train_real' / 'real'}",
@@ -87,6 +90,23 @@ def test_plain_folders_without_real_states_train_without_the_term_and_say_so(dat
     rows = metric_rows(out)
     assert rows and not any(row.get(f"train/{term}") for row in rows)
     assert any(row.get("train/adversarial") for row in rows)
+
+
+def test_a_shared_object_hint_gives_the_moving_objects_one_value_and_keeps_it_for_inference(data_root,
+                                                                                           tmp_path) -> None:
+    from triton_s2r.inference.translator import Translator
+
+    out = tmp_path / "run"
+    assert main(["train", *TINY, "logger=csv", f"data.root={data_root}", f"hydra.run.dir={out}", "trainer.max_epochs=1",
+                 "data.steps_per_epoch=2", "system.shared_object_hint=true"]) == 0
+    names = BenchmarkDataset.open(data_root).labels.names
+    values = Translator.from_run_dir(out, device="cpu").model.sim_input.hint_label_values
+    moving = [i + 1 for i, name in enumerate(names) if name not in (*ROBOT, "table")]
+    kept = [i for i in range(len(names) + 1) if i not in moving]
+    assert len(moving) >= 2 and torch.equal(values[moving], values[moving[:1]].expand(len(moving)))
+    by_id = 2.0 * (torch.arange(len(names) + 1) / len(names)) - 1.0
+    torch.testing.assert_close(values[moving[0]], by_id[moving].mean())
+    assert torch.equal(values[kept], by_id[kept])  # void, table and robot keep their own
 
 
 # ---------------------------------------------------------------------------- plain folders with real states

@@ -95,10 +95,16 @@ class SimInput(nn.Module):
         uv_hint: True (reference): the hint holds u and v; False: its u and v channels are -1 everywhere, so the
             networks see where a pixel lies on its surface only through the texture (the label stays); the
             package's config sets False, the texture-less experiments True. Runs saved without the key load as True.
-        label_hint: True (reference): the hint's third channel is ``2·label/K - 1``; False: 1 on every surface
-            (-1 on void), so the networks tell the objects apart only by their textures (and, with "onehot", the
-            label channels). Runs saved without the key load as True.
+        label_hint: True (reference): the hint's third channel is ``2·label/K - 1`` (or the shared value of
+            ``share_label_hint``); False: 1 on every surface (-1 on void), so the networks tell the objects apart
+            only by their textures (and, with "onehot", the label channels). Runs saved without the key load as True.
+
+    Buffers:
+        hint_label_values: (K + 1,) float32, the hint's label channel for each id (void -1, label l ``2·l/K - 1``
+            until ``share_label_hint``); saved with the weights, and runs saved without it load these values.
     """
+
+    hint_label_values: Tensor
 
     def __init__(
         self,
@@ -123,6 +129,34 @@ class SimInput(nn.Module):
         self.hint_multiplier = hint_multiplier
         self.uv_hint = uv_hint
         self.label_hint = label_hint
+        self.register_buffer("hint_label_values", self._id_hint_values())
+
+    def _id_hint_values(self) -> Tensor:
+        return 2.0 * (torch.arange(self.num_labels + 1, dtype=torch.float32) / self.num_labels) - 1.0
+
+    def share_label_hint(self, label_ids: Tensor) -> None:
+        """Give the labels ``label_ids`` one value in the hint's label channel: the mean of their own.
+
+        With the moving objects' labels, the hint still marks a pixel as an object's, apart from the table and
+        the robot, but no longer which object: only the objects' textures (and shapes) tell them apart
+        (``system.shared_object_hint``, docs/method.md §2.5). The real->sim translator's label decoding then
+        names every object by the id nearest that value.
+
+        Args:
+            label_ids: (N,) int64 ids in 1..K.
+        """
+        ids = label_ids.to(self.hint_label_values.device).long()
+        if ids.numel() and not bool(((ids >= 1) & (ids <= self.num_labels)).all()):
+            raise ValueError(f"label ids {ids.tolist()} outside 1..{self.num_labels}")
+        values = self._id_hint_values().to(self.hint_label_values.device)
+        if ids.numel():
+            values[ids] = values[ids].mean()
+        self.hint_label_values.copy_(values)
+
+    def _load_from_state_dict(self, state_dict: dict[str, Tensor], prefix: str, *args: object) -> None:
+        # Runs saved before the buffer existed hint every label by its own id.
+        state_dict.setdefault(prefix + "hint_label_values", self._id_hint_values())
+        super()._load_from_state_dict(state_dict, prefix, *args)  # pyright: ignore[reportArgumentType]
 
     @property
     def out_channels(self) -> int:
@@ -164,8 +198,11 @@ class SimInput(nn.Module):
         hint = uvl_hint(uv, label, self.num_labels)
         if not self.uv_hint:
             hint = torch.cat([torch.full_like(hint[:, :2], -1.0), hint[:, 2:]], dim=1)
-        if not self.label_hint:
-            hint = torch.cat([hint[:, :2], (label > 0).unsqueeze(1).to(hint.dtype) * 2 - 1], dim=1)
+        if self.label_hint:
+            label_channel = self.hint_label_values[label].unsqueeze(1)
+        else:
+            label_channel = (label > 0).unsqueeze(1).to(hint.dtype) * 2 - 1
+        hint = torch.cat([hint[:, :2], label_channel], dim=1)
         # float32 keeps the UV hint precise under autocast; the convolutions cast as they need.
         projection = texture_projection(texture.float(), label) * self.texture_multiplier
         parts = [hint * self.hint_multiplier + projection[:, :3], hint, projection[:, 3:]]

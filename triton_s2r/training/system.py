@@ -118,6 +118,9 @@ class TritonSystem(pl.LightningModule):
         object_crop_fraction: the object windows' side as a fraction of ``crop_size`` (rounded to an even number of
             pixels).
         object_crop_size: the side the windows are resampled to, D_O's input.
+        shared_object_hint: the moving objects (the labels neither of ``robot_pairing_labels`` nor posed alike in
+            every real frame) share one value in x_a's hint (``SimInput.share_label_hint``), so their textures
+            alone tell them apart; needs the real frames' states (docs/method.md §2.5).
     """
 
     loss_terms: tuple[str, ...] = LOSS_TERMS
@@ -157,6 +160,7 @@ class TritonSystem(pl.LightningModule):
         discriminator_object: MultiScaleDiscriminator | None = None,
         object_crop_fraction: float = 0.25,
         object_crop_size: int = 64,
+        shared_object_hint: bool = False,
     ) -> None:
         super().__init__()
         self.losses = losses
@@ -283,24 +287,30 @@ class TritonSystem(pl.LightningModule):
         rendered_sim = datamodule is not None and datamodule.sim_source == "render"
         paired_terms = [name for name in ("robot_pairing", "texture_pairing", "object_adversarial")
                         if self.loss_weights.get(name)]
-        if paired_terms and not (datamodule is not None and datamodule.has_real_states):
-            rank_zero_warn(f"loss.loss_weights {paired_terms} off for this run: they need the real frames' robot "
-                           "states, which plain folders have only with data.scene and data.real_states (the photos' "
-                           "logged joints; data/README.md); set them to 0 to silence this")
+        shared_hint = bool(self.hparams.get("shared_object_hint"))
+        if (paired_terms or shared_hint) and not (datamodule is not None and datamodule.has_real_states):
+            settings = [f"loss.loss_weights {paired_terms}"] * bool(paired_terms)
+            settings += ["system.shared_object_hint"] * shared_hint
+            rank_zero_warn(f"{' and '.join(settings)} off for this run: they need the real frames' robot states, "
+                           "which plain folders have only with data.scene and data.real_states (the photos' logged "
+                           "joints; data/README.md); turn them off to silence this")
             for name in paired_terms:
                 self.loss_weights[name] = 0.0
-            paired_terms = []
-        real_views = bool(paired_terms)  # render the real frames' robot and static objects
-        if not (rendered_sim or real_views):
+            paired_terms, shared_hint = [], False
+        if not (rendered_sim or paired_terms or shared_hint) or datamodule is None:
             return
         from triton_s2r.render.rasterizer import make_rasterizer
 
         rasterizer = make_rasterizer(self.hparams.render_backend, device if device.type == "cuda" else None)
-        if rendered_sim and datamodule is not None:
+        if rendered_sim:
             self._render = (*datamodule.scene_and_states(), rasterizer)
-        if real_views and datamodule is not None:
+        if paired_terms or shared_hint:
             scene, states = datamodule.real_robot_states()
-            self._robot_views = RobotViews.from_states(scene, states, self.hparams.robot_pairing_labels, rasterizer)
+            views = RobotViews.from_states(scene, states, self.hparams.robot_pairing_labels, rasterizer)
+            if shared_hint:
+                self.model.sim_input.share_label_hint(views.object_ids)
+            if paired_terms:  # render the real frames' robot and static objects
+                self._robot_views = views
 
     def on_fit_start(self) -> None:
         """Lightning hook: under DDP, average only the phase's gradients; check for SIGTERM every few batches."""
