@@ -153,10 +153,12 @@ class SimInput(nn.Module):
             values[ids] = values[ids].mean()
         self.hint_label_values.copy_(values)
 
-    def _load_from_state_dict(self, state_dict: dict[str, Tensor], prefix: str, *args: object) -> None:
+    def _load_from_state_dict(self, state_dict: dict[str, Tensor], prefix: str, local_metadata: dict, strict: bool,
+                              missing_keys: list[str], unexpected_keys: list[str], error_msgs: list[str]) -> None:
         # Runs saved before the buffer existed hint every label by its own id.
         state_dict.setdefault(prefix + "hint_label_values", self._id_hint_values())
-        super()._load_from_state_dict(state_dict, prefix, *args)  # pyright: ignore[reportArgumentType]
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
     @property
     def out_channels(self) -> int:
