@@ -107,4 +107,3 @@ def test_training_with_object_adversarial_logs_the_term(data_root, tmp_path) -> 
                  "system.object_crop_fraction=0.5", "system.object_crop_size=32"]) == 0
     values = [float(row["train/object_adversarial"]) for row in metric_rows(out) if row.get("train/object_adversarial")]
     assert len(values) == 2 and all(math.isfinite(v) and v > 0 for v in values)
-

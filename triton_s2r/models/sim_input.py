@@ -146,7 +146,7 @@ class SimInput(nn.Module):
             label_ids: (N,) int64 ids in 1..K.
         """
         ids = label_ids.to(self.hint_label_values.device).long()
-        if ids.numel() and not bool(((ids >= 1) & (ids <= self.num_labels)).all()):
+        if not bool(((ids >= 1) & (ids <= self.num_labels)).all()):
             raise ValueError(f"label ids {ids.tolist()} outside 1..{self.num_labels}")
         values = self._id_hint_values().to(self.hint_label_values.device)
         if ids.numel():
