@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -17,8 +18,9 @@ from tiny_assets import metric_rows
 
 from triton_s2r.cli import main
 from triton_s2r.data.datamodule import ClipSampler, EpochSampler, TritonDataModule
-from triton_s2r.train import build_system
+from triton_s2r.train import build, build_system
 from triton_s2r.training.callbacks import LearningRateDecay, NonFiniteLossError
+from triton_s2r.utils.cuda_memory import ALLOCATOR_ENV
 
 CONF = Path(__file__).resolve().parent.parent / "triton_s2r" / "conf"
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
@@ -137,6 +139,17 @@ def test_a_bf16_run_on_the_cpu_trains(data_root, tmp_path) -> None:
     state = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
     assert state["batches_done"] == 2
     assert all(torch.isfinite(v).all() for v in state.values() if v.is_floating_point())
+
+
+def test_training_asks_for_expandable_cuda_segments_unless_the_user_chose(data_root, monkeypatch) -> None:
+    """build() sets PYTORCH_CUDA_ALLOC_CONF before anything allocates on a GPU, and keeps a value the user set."""
+    cfg = composed([*TINY, f"data.root={data_root}"])
+    monkeypatch.delenv(ALLOCATOR_ENV, raising=False)
+    build(cfg)
+    assert os.environ[ALLOCATOR_ENV] == "expandable_segments:True"
+    monkeypatch.setenv(ALLOCATOR_ENV, "max_split_size_mb:128")
+    build(cfg)
+    assert os.environ[ALLOCATOR_ENV] == "max_split_size_mb:128"
 
 
 @pytest.mark.parametrize("group", ["trainer=cpu", "trainer=gpu", "trainer=ddp", "logger=csv", "logger=wandb",

@@ -36,6 +36,7 @@ from triton_s2r.runs.run_dir import BEST, EPOCH_PATTERN, CheckpointError, RunDir
 from triton_s2r.tabletop.dataset import make_dataset
 from triton_s2r.training.callbacks import NonFiniteLossError, time_budget
 from triton_s2r.training.curves import TrainingCurves
+from triton_s2r.utils.cuda_memory import prefer_expandable_segments
 from triton_s2r.utils.files import atomic_write
 
 log = logging.getLogger("triton_s2r.train")
@@ -118,6 +119,7 @@ def check_same_settings(run: RunDir, cfg: DictConfig) -> None:
 
 def build(cfg: DictConfig):
     """Data, system and the resolved config (``num_labels`` filled in from the data)."""
+    prefer_expandable_segments()  # before the data's renderer or the networks allocate on the GPU
     datamodule = instantiate(cfg.data, builder=make_dataset)  # builds data.build_preset at data.root if missing
     datamodule.prepare_data()
     datamodule.setup("fit")
