@@ -38,6 +38,9 @@ from triton_s2r.train import build
 
 PROFILED_STEPS = 5
 
+#: The compile phases printed, the longest first (Dynamo's timers: where a cold compile's time goes).
+PHASES_SHOWN = 14
+
 
 def synchronize() -> None:
     """Wait for the GPU's queued work, if there is a GPU."""
@@ -212,6 +215,9 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
               f"{sum(times.get('_compile.compile_inner', [])):.0f} s forward, "
               f"{sum(times.get('compile_fx.<locals>.bw_compiler', [])):.0f} s backward; "
               f"CUDA-graph counters {cudagraphs or 'none'}", flush=True)
+        phases = sorted(((sum(v), k) for k, v in times.items()), reverse=True)[:PHASES_SHOWN]
+        print("compile phases, s (nested: a phase includes those it calls): "
+              + ", ".join(f"{name} {seconds:.1f}" for seconds, name in phases), flush=True)
     return {"its": 1 / step, "ms": step * 1e3, "peak_gib": timer.peak_bytes / 2**30,
             "tflop": flops / 1e12, "warmup_s": timer.warmup_seconds, "first_s": timer.first_step_seconds}
 
