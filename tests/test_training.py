@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import pytorch_lightning as pl
 import torch
 import yaml
 from hydra import compose, initialize_config_module
@@ -19,7 +22,7 @@ from tiny_assets import metric_rows
 from triton_s2r.cli import main
 from triton_s2r.data.datamodule import ClipSampler, EpochSampler, TritonDataModule
 from triton_s2r.train import build, build_system
-from triton_s2r.training.callbacks import LearningRateDecay, NonFiniteLossError
+from triton_s2r.training.callbacks import CompileNotice, LearningRateDecay, NonFiniteLossError
 from triton_s2r.utils.cuda_memory import ALLOCATOR_ENV
 
 CONF = Path(__file__).resolve().parent.parent / "triton_s2r" / "conf"
@@ -97,6 +100,22 @@ def test_learning_rates_decay_linearly_to_zero_over_the_end_of_the_budget(data_r
         build_system(composed(["system.lr_decay_from=0.5", "system.lr_step_size=1000"]))
     with pytest.raises(ValueError, match=r"must be in \[0, 1\)"):
         LearningRateDecay(1.0)
+
+
+def test_a_compiled_run_says_that_its_first_batch_compiles_and_how_long_it_took(data_root, tmp_path, caplog) -> None:
+    notices = [[type(c) for c in build_system(composed([f"system.compile={on}"])).configure_callbacks()].count(
+        CompileNotice) for on in ("true", "false")]
+    assert notices == [1, 0]
+    datamodule, system = build(composed([*TINY, f"data.root={data_root}", "data.val_frames=0"]))
+    trainer = pl.Trainer(accelerator="cpu", max_steps=3, logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False, callbacks=[CompileNotice()],
+                         default_root_dir=tmp_path)
+    with caplog.at_level(logging.INFO, logger="triton_s2r.training.callbacks"):
+        trainer.fit(system, datamodule=datamodule)
+    messages = [r.getMessage() for r in caplog.records if r.name == "triton_s2r.training.callbacks"]
+    assert len(messages) == 2, messages  # once per fit, not per batch
+    assert "the first batch compiles the networks" in messages[0]
+    assert re.fullmatch(r"system\.compile: the first batch took \d+ s, compilation included", messages[1])
 
 
 def test_crops_too_small_for_the_discriminator_scales_are_refused() -> None:

@@ -75,6 +75,7 @@ def test_compiled_step_trains_on_gpu(data: str, tmp_path, mode: str) -> None:
     assert "train/surface_chroma_consistency" in rows[0]
     losses = [float(r["train/loss_g"]) for r in rows if r.get("train/loss_g")]
     assert losses and all(torch.isfinite(torch.tensor(losses)))
+    assert "system.compile: the first batch took" in (run_dir / "train.log").read_text()
 
 
 def test_object_windows_train_compiled_with_cuda_graphs(data: str, tmp_path) -> None:

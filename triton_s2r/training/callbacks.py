@@ -10,6 +10,7 @@
 * ``Previews``: an image grid and the baked textures every ``system.preview_every_n_batches`` batches.
 * ``RandomStates``: the RNG states in every checkpoint, so a resumed run continues exactly.
 * ``LearningRateDecay``: every learning rate falls linearly to 0 over the end of the run (``system.lr_decay_from``).
+* ``CompileNotice``: says why a compiled run's first batch takes minutes, and how long it took (``system.compile``).
 
 They read what the step leaves on the system: ``model``, ``batches_trained`` (batches done, counted on the host)
 and ``last_step`` (a ``StepResult``). Nothing here waits for the GPU in a step, except where said.
@@ -18,7 +19,9 @@ and ``last_step`` (a ``StepResult``). Nothing here waits for the GPU in a step, 
 from __future__ import annotations
 
 import copy
+import logging
 import random
+import time
 from pathlib import Path
 from typing import cast
 
@@ -33,6 +36,7 @@ from triton_s2r.models.triton import to_unit
 from triton_s2r.runs.run_dir import RunDir
 from triton_s2r.training.step import SteppedSystem, logging_batch
 
+log = logging.getLogger(__name__)
 #: Batches between reads of the non-finite step counters (each read waits for the GPU).
 NONFINITE_CHECK_EVERY = 10
 
@@ -253,3 +257,30 @@ class RandomStates(pl.Callback):
             random.setstate(rng["python"])
             if "cuda" in rng and torch.cuda.is_available():
                 torch.cuda.set_rng_state_all(rng["cuda"])
+
+
+class CompileNotice(pl.Callback):
+    """Logs, on the first rank, why the first batch of a compiled fit takes long, then how long it took.
+
+    ``torch.compile`` compiles each network at its first call: minutes on a machine's first run, seconds once
+    Inductor's on-disk cache holds the same networks and shapes (docs/training.md, "Speed options"). The time is the
+    host's, from the start of the first batch to its end, which compilation dominates.
+    """
+
+    def __init__(self) -> None:
+        self._first_batch_start: float | None = None
+        self._reported = False
+
+    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: SteppedSystem, batch, batch_idx: int) -> None:
+        """Lightning hook: at the fit's first batch, say that it compiles."""
+        if self._first_batch_start is None and trainer.is_global_zero:
+            log.info("system.compile: the first batch compiles the networks, minutes on a machine's first run and "
+                     "about 20 s once Inductor's cache holds them (TORCHINDUCTOR_CACHE_DIR keeps it elsewhere)")
+            self._first_batch_start = time.perf_counter()
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: SteppedSystem, outputs, batch, batch_idx: int) -> None:
+        """Lightning hook: after the fit's first batch, say how long it took."""
+        if self._first_batch_start is not None and not self._reported:
+            log.info("system.compile: the first batch took %.0f s, compilation included",
+                     time.perf_counter() - self._first_batch_start)
+            self._reported = True

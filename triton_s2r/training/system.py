@@ -53,7 +53,14 @@ from triton_s2r.models.generator import StyleFreeGenerator
 from triton_s2r.models.triton import SimBatch, TritonModel, to_unit
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import FrameState
-from triton_s2r.training.callbacks import LearningRateDecay, NonFiniteGuard, Previews, RandomStates, WeightAverage
+from triton_s2r.training.callbacks import (
+    CompileNotice,
+    LearningRateDecay,
+    NonFiniteGuard,
+    Previews,
+    RandomStates,
+    WeightAverage,
+)
 from triton_s2r.training.ddp import PhaseGradients, check_sigterm_every
 from triton_s2r.training.object_crops import crop_windows, draw_centres, photo_objectness, sim_objectness
 from triton_s2r.training.robot_pairing import RobotViews
@@ -262,8 +269,9 @@ class TritonSystem(pl.LightningModule):
         average = [WeightAverage(h.ema_decay)] if h.ema_decay else []
         decay = [LearningRateDecay(h.lr_decay_from)] if h.lr_decay_from is not None else []
         # In this order at each batch end: the average, the guard (which may stop training), the previews.
+        notice = [CompileNotice()] if h.compile else []
         return [*average, NonFiniteGuard(h.max_nonfinite_steps), Previews(h.preview_every_n_batches), RandomStates(),
-                *decay]
+                *decay, *notice]
 
     def setup(self, stage: str) -> None:
         """Lightning hook: ``attach_data`` with the trainer's datamodule, on this rank's device."""
