@@ -268,8 +268,8 @@ class TritonSystem(pl.LightningModule):
         h = self.hparams
         average = [WeightAverage(h.ema_decay)] if h.ema_decay else []
         decay = [LearningRateDecay(h.lr_decay_from)] if h.lr_decay_from is not None else []
-        # In this order at each batch end: the average, the guard (which may stop training), the previews.
         notice = [CompileNotice()] if h.compile else []
+        # In this order at each batch end: the average, the guard (which may stop training), the previews.
         return [*average, NonFiniteGuard(h.max_nonfinite_steps), Previews(h.preview_every_n_batches), RandomStates(),
                 *decay, *notice]
 

@@ -1,4 +1,4 @@
-"""How PyTorch's CUDA allocator reserves memory for training (docs/training.md, "Speed")."""
+"""How PyTorch's CUDA allocator reserves memory for training (docs/training.md, "Speed options")."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ ALLOCATOR_SETTINGS = "expandable_segments:True"
 def prefer_expandable_segments() -> None:
     """Set ``PYTORCH_CUDA_ALLOC_CONF`` to expandable segments unless the user set it.
 
-    PyTorch reads the variable at the process's first CUDA allocation, so call this before any; later calls change
-    nothing. Processes started from this one (DDP's ranks, data workers) inherit it.
+    PyTorch reads the variable at the process's first CUDA allocation, so call this before any: after it the
+    variable changes nothing. Processes started from this one (DDP's ranks, data workers) inherit it.
     """
     os.environ.setdefault(ALLOCATOR_ENV, ALLOCATOR_SETTINGS)
