@@ -5,6 +5,7 @@ Usage (from the repository root)::
     python -m benchmarks.model                      # CPU fp32, plus CUDA fp32 and bf16 if a GPU is present
     python -m benchmarks.model --devices cuda --repeats 50
     python -m benchmarks.model --cases texture_neural surface_consistency --no-write
+    python -m benchmarks.model --devices cpu --cpu-precisions fp32 bf16 --cases texture_neural texture_neural_recompute
 
 Every (case, device, precision) runs in a fresh subprocess, so peak memory is not hidden by the caching
 of earlier cases: on CUDA it is ``max_memory_allocated`` above what the setup (modules, inputs) holds; on
@@ -16,6 +17,7 @@ The table goes into this machine's "model:" section of docs/benchmarks.md (unles
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import platform
 import re
@@ -42,6 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 NUM_LABELS = 5
 CASES = {
     "texture_neural": "neural texture, exact UV (128 freq, 3x256 MLP)",
+    "texture_neural_recompute": "neural texture, exact UV, MLP recomputed in the backward pass",
     "texture_neural_baked": "neural texture, baked 256² + bilinear",
     "texture_raster": "raster texture 256², 3 mip levels",
     "generator": "generator sim→real, E_A + G_B (64 ch, 4 res)",
@@ -73,9 +76,10 @@ def build_case(
     uv, label = synthetic_gbuffer(batch, size, device)
     image = torch.randn(batch, 3, size, size, device=device).tanh().requires_grad_()
     target = torch.randn(batch, 3, size, size, device=device).tanh()
-    if name in ("texture_neural", "texture_neural_baked", "texture_raster"):
+    if name in ("texture_neural", "texture_neural_recompute", "texture_neural_baked", "texture_raster"):
         texture = {
             "texture_neural": lambda: NeuralTexture(NUM_LABELS),
+            "texture_neural_recompute": lambda: NeuralTexture(NUM_LABELS, recompute=True),
             "texture_neural_baked": lambda: NeuralTexture(NUM_LABELS, sampling="baked"),
             "texture_raster": lambda: RasterTexture(NUM_LABELS, resolution=256, num_mip_levels=3),
         }[name]().to(device)
@@ -114,15 +118,22 @@ def _rss_kib(field: str) -> int:
 
 
 def run_worker(name: str, device_name: str, precision: str, batch: int, size: int, repeats: int) -> dict:
-    """Time one case in this process; returns milliseconds and peak MiB."""
+    """Time one case in this process; returns milliseconds, peak MiB and the MiB kept for the backward pass."""
     device = torch.device(device_name)
     forward, grad_holders = build_case(name, batch, size, device)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
 
-    def step() -> None:
+    kept: dict[int, int] = {}  # storage -> bytes that autograd saved for the backward pass (warm-up step)
+
+    def keep(tensor: torch.Tensor) -> torch.Tensor:
+        kept[tensor.untyped_storage().data_ptr()] = tensor.untyped_storage().nbytes()
+        return tensor
+
+    def step(count_kept: bool = False) -> None:
         for tensor in grad_holders:
             tensor.grad = None
-        with autocast:
+        hooks = torch.autograd.graph.saved_tensors_hooks(keep, lambda tensor: tensor)
+        with autocast, hooks if count_kept else contextlib.nullcontext():
             loss = forward()
         loss.backward()
         if device.type == "cuda":
@@ -132,19 +143,19 @@ def run_worker(name: str, device_name: str, precision: str, batch: int, size: in
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
         base = torch.cuda.memory_allocated(device)
-        step()
+        step(count_kept=True)
         peak_mib = (torch.cuda.max_memory_allocated(device) - base) / 2**20
     else:
         Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current RSS
         base = _rss_kib("VmRSS")
-        step()
+        step(count_kept=True)
         peak_mib = (_rss_kib("VmHWM") - base) / 1024
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         step()
         times.append(time.perf_counter() - start)
-    return {"ms": 1000 * statistics.median(times), "peak_mib": peak_mib}
+    return {"ms": 1000 * statistics.median(times), "peak_mib": peak_mib, "kept_mib": sum(kept.values()) / 2**20}
 
 
 def cpu_name() -> str:
@@ -158,15 +169,15 @@ def cpu_name() -> str:
 
 
 def run_in_subprocess(case: str, device: str, precision: str, args: argparse.Namespace, repeats: int) -> str:
-    """Run one worker; returns the "ms | MiB" cells, or "failed" cells after printing the error."""
+    """Run one worker; returns the "ms | MiB | MiB" cells, or "failed" cells after printing the error."""
     worker = [sys.executable, "-m", "benchmarks.model", "--worker", case, device, precision]
     worker += ["--batch", str(args.batch), "--size", str(args.size), "--repeats", str(repeats)]
     completed = subprocess.run(worker, capture_output=True, text=True, cwd=REPO)
     if completed.returncode != 0:
         print(completed.stderr, file=sys.stderr)
-        return "failed | failed"
+        return "failed | failed | failed"
     result = json.loads(completed.stdout.strip().splitlines()[-1])
-    return f"{result['ms']:,.1f} | {result['peak_mib']:,.0f}"
+    return f"{result['ms']:,.1f} | {result['peak_mib']:,.0f} | {result['kept_mib']:,.0f}"
 
 
 def main() -> None:
@@ -174,6 +185,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
     parser.add_argument("--devices", nargs="+", default=["cpu", "cuda"], choices=["cpu", "cuda"])
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    parser.add_argument("--cpu-precisions", nargs="+", default=["fp32"], choices=["fp32", "bf16"],
+                        help="the CPU columns (CUDA always runs fp32 and bf16)")
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=None, help="timed steps (default: CPU 2, CUDA 20)")
@@ -186,7 +199,7 @@ def main() -> None:
         print(json.dumps(run_worker(name, device, precision, args.batch, args.size, args.repeats or 1)))
         return
 
-    columns = [("cpu", "fp32")] if "cpu" in args.devices else []
+    columns = [("cpu", precision) for precision in args.cpu_precisions] if "cpu" in args.devices else []
     if "cuda" in args.devices:
         if torch.cuda.is_available():
             columns += [("cuda", "fp32"), ("cuda", "bf16")]
@@ -195,8 +208,8 @@ def main() -> None:
     if not columns:
         parser.error("nothing to run")
 
-    header = " | ".join(f"{device.upper()} {precision} ms | peak MiB" for device, precision in columns)
-    rows = [f"| component | {header} |", "|---|" + "---:|---:|" * len(columns)]
+    header = " | ".join(f"{device.upper()} {precision} ms | peak MiB | kept MiB" for device, precision in columns)
+    rows = [f"| component | {header} |", "|---|" + "---:|---:|---:|" * len(columns)]
     for case in args.cases:
         cells = []
         for device, precision in columns:
@@ -210,7 +223,9 @@ def main() -> None:
         f"Batch {args.batch}, {args.size}x{args.size}, {NUM_LABELS} labels, reference widths; one forward + "
         f"backward per step; median over timed steps ({repeats}) after one warm-up step. CPU: {cpu_name()}. "
         "Peak memory is the growth during the warm-up step: process peak RSS on CPU, the CUDA allocator's "
-        "peak on CUDA; bf16 = autocast.\n\n" + "\n".join(rows)
+        "peak on CUDA; kept: the tensors autograd saves for the backward pass in that step's forward (distinct "
+        "storages; in a training step they stay until the backward pass reaches them); bf16 = autocast.\n\n"
+        + "\n".join(rows)
     )
     if not args.no_write:
         write_section(f"model:{machine()}", f"Model forward + backward: {machine()}", table)

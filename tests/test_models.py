@@ -114,6 +114,41 @@ def test_neural_texture_eval_output_equals_train_output():
     assert torch.equal(texture.eval()(uv, label), train_out)
 
 
+def saved_for_backward_bytes(texture: NeuralTexture, uv, label) -> tuple[int, torch.Tensor]:
+    """Bytes of the distinct storages autograd keeps for the backward pass, and the output."""
+    storages: dict[int, int] = {}
+
+    def keep(tensor: torch.Tensor) -> torch.Tensor:
+        storages[tensor.untyped_storage().data_ptr()] = tensor.untyped_storage().nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(keep, lambda tensor: tensor):
+        out = texture(uv, label)
+    return sum(storages.values()), out
+
+
+@pytest.mark.parametrize("precision", [torch.float32, torch.bfloat16])
+def test_recomputed_texture_keeps_almost_nothing_for_backward_and_gives_the_same_gradients(precision):
+    uv, label = make_gbuffer()
+    kept, recomputed = tiny_texture(seed=3), tiny_texture(seed=3, recompute=True)
+    weights = torch.rand(1, 3, 32, 32, generator=torch.Generator().manual_seed(2))  # a loss that weighs pixels
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == torch.bfloat16):
+        kept_bytes, kept_out = saved_for_backward_bytes(kept, uv, label)
+        recomputed_bytes, recomputed_out = saved_for_backward_bytes(recomputed, uv, label)
+    assert kept_out.dtype == recomputed_out.dtype == torch.float32
+    assert torch.equal(kept_out, recomputed_out)
+    (kept_out.float() * weights).sum().backward()
+    (recomputed_out.float() * weights).sum().backward()
+    for a, b in zip(kept.parameters(), recomputed.parameters(), strict=True):
+        assert a.grad is not None and a.grad.abs().sum() > 0
+        torch.testing.assert_close(a.grad, b.grad, rtol=0, atol=0)
+    # Without recompute the layers' activations stay (pixels x hidden width each); with it the packed UVs,
+    # the slots and the output's own graph: a small fraction.
+    assert recomputed_bytes < kept_bytes / 5
+    with torch.no_grad():  # no graph, nothing to recompute: the plain path
+        assert torch.equal(recomputed(uv, label), tiny_texture(seed=3)(uv, label))
+
+
 def test_bake_matches_exact_queries_at_texel_centres():
     texture = tiny_texture(tile_size=50)  # several bake chunks
     resolution = 12

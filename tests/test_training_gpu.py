@@ -62,15 +62,17 @@ def test_robot_pairing_renders_the_real_robot_with_nvdiffrast(data: str, tmp_pat
     assert len(values) == 5 and all(0 < v < 2 for v in values)
 
 
-@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
-def test_compiled_step_trains_on_gpu(data: str, tmp_path, mode: str) -> None:
+@pytest.mark.parametrize("mode, recompute", [("default", False), ("reduce-overhead", False), ("reduce-overhead", True)])
+def test_compiled_step_trains_on_gpu(data: str, tmp_path, mode: str, recompute: bool) -> None:
     """system.compile=true compiles each network, the texture and the losses on their own; the run still trains.
 
-    The compiled functions use CUDA graphs ("reduce-overhead" mode).
+    The compiled functions use CUDA graphs ("reduce-overhead" mode), also with the texture recomputed in the
+    backward pass (activation checkpointing inside a compiled module).
     """
     run_dir = tmp_path / "compiled"
     assert main(["train", *GPU_TINY, "logger=csv", f"data.root={data}", "data.sim_source=render",
-                 "system.compile=true", f"system.compile_mode={mode}", f"hydra.run.dir={run_dir}"]) == 0
+                 "system.compile=true", f"system.compile_mode={mode}", f"hydra.run.dir={run_dir}",
+                 f"model.translator.texture.recompute={str(recompute).lower()}"]) == 0
     rows = metric_rows(run_dir)
     assert "train/surface_chroma_consistency" in rows[0]
     losses = [float(r["train/loss_g"]) for r in rows if r.get("train/loss_g")]

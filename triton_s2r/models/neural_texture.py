@@ -23,6 +23,7 @@ import math
 
 import torch
 from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
 
 from triton_s2r.models.texture_space import check_labels, sample_label_textures, texel_centers
 
@@ -79,6 +80,10 @@ class NeuralTexture(nn.Module):
         bake_resolution: raster side used by ``sampling="baked"``.
         tile_size: rows per single-label tile in exact sampling (a speed/memory knob; no effect on
             the result beyond float rounding).
+        recompute: keep only the packed UVs of an exact-sampling call for the backward pass and evaluate the
+            encoding and MLP again there (activation checkpointing), instead of keeping every layer's
+            activations, the largest tensors of a training step (docs/benchmarks.md, "Neural texture
+            memory"). The same values and gradients, one more forward pass of the MLP.
         seed: seeds the frequencies and the initial MLP weights (Kaiming-normal, zero bias, as the
             reference), independently of the global RNG.
         output_init_scale: multiplies the initial weights of the last linear map. 1 (reference) starts every
@@ -99,6 +104,7 @@ class NeuralTexture(nn.Module):
         sampling: str = "exact",
         bake_resolution: int = 256,
         tile_size: int = 4096,
+        recompute: bool = False,
         seed: int = 0,
         output_init_scale: float = 1.0,
     ) -> None:
@@ -114,6 +120,7 @@ class NeuralTexture(nn.Module):
         self.sampling = sampling
         self.bake_resolution = bake_resolution
         self.tile_size = tile_size
+        self.recompute = recompute
 
         generator = torch.Generator().manual_seed(seed)
         frequencies = torch.randn(2, num_frequencies, generator=generator) * frequency_scale
@@ -160,8 +167,11 @@ class NeuralTexture(nn.Module):
         for index, (weight, bias) in enumerate(zip(self.weights, self.biases, strict=True)):
             if tile_label is not None:
                 weight, bias = weight[tile_label], bias[tile_label]
-            hidden = torch.matmul(hidden, weight) + bias
-            hidden = torch.sigmoid(hidden) if index == last else torch.relu(hidden)
+            hidden = torch.matmul(hidden, weight)
+            if index == last:  # the C output channels in float32
+                hidden = torch.sigmoid(hidden + bias)
+            else:  # the wide hidden layers stay in the matmul's dtype (bf16 under autocast), as nn.Linear's do
+                hidden = torch.relu(hidden + bias.to(hidden.dtype))
         return hidden
 
     def forward(self, uv: Tensor, label: Tensor) -> Tensor:
@@ -195,10 +205,17 @@ class NeuralTexture(nn.Module):
         slot, tile_label = _pack_by_label(flat_label, self.num_labels, tile)
 
         packed_uv = flat_uv.new_zeros(tile_label.numel() * tile, 2).index_copy_(0, slot, flat_uv)
-        features = self.encode(packed_uv).view(tile_label.numel(), tile, 2 * self.frequencies.shape[1])
-        packed = self._mlp(features, tile_label).reshape(-1, self.out_channels)  # (num_tiles * T, C)
+        if self.recompute and torch.is_grad_enabled():
+            packed = checkpoint(self._packed_mlp, packed_uv, tile_label, use_reentrant=False)
+        else:
+            packed = self._packed_mlp(packed_uv, tile_label)
         values = packed[slot] * (flat_label > 0).unsqueeze(1).to(packed.dtype)  # (N, C), void zeroed
         return values.view(batch, height, width, self.out_channels).permute(0, 3, 1, 2).contiguous()
+
+    def _packed_mlp(self, packed_uv: Tensor, tile_label: Tensor) -> Tensor:
+        """Texture values of packed UVs: (G * T, 2) and (G,) tile labels -> (G * T, C) in [0, 1]."""
+        features = self.encode(packed_uv).view(tile_label.numel(), -1, 2 * self.frequencies.shape[1])
+        return self._mlp(features, tile_label).reshape(-1, self.out_channels)
 
     def bake(self, resolution: int | None = None) -> Tensor:
         """Evaluate every label's texture on a raster (export, or the "baked" sampling mode).
