@@ -117,23 +117,28 @@ def _rss_kib(field: str) -> int:
     return int(match.group(1))
 
 
+def kept_for_backward(kept: dict[int, int]) -> torch.autograd.graph.saved_tensors_hooks:
+    """Hooks that record in ``kept`` each distinct storage autograd saves for the backward pass: pointer -> bytes."""
+
+    def keep(tensor: torch.Tensor) -> torch.Tensor:
+        kept[tensor.untyped_storage().data_ptr()] = tensor.untyped_storage().nbytes()
+        return tensor
+
+    return torch.autograd.graph.saved_tensors_hooks(keep, lambda tensor: tensor)
+
+
 def run_worker(name: str, device_name: str, precision: str, batch: int, size: int, repeats: int) -> dict:
     """Time one case in this process; returns milliseconds, peak MiB and the MiB kept for the backward pass."""
     device = torch.device(device_name)
     forward, grad_holders = build_case(name, batch, size, device)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
 
-    kept: dict[int, int] = {}  # storage -> bytes that autograd saved for the backward pass (warm-up step)
-
-    def keep(tensor: torch.Tensor) -> torch.Tensor:
-        kept[tensor.untyped_storage().data_ptr()] = tensor.untyped_storage().nbytes()
-        return tensor
+    kept: dict[int, int] = {}  # what autograd saved for the backward pass in the warm-up step
 
     def step(count_kept: bool = False) -> None:
         for tensor in grad_holders:
             tensor.grad = None
-        hooks = torch.autograd.graph.saved_tensors_hooks(keep, lambda tensor: tensor)
-        with autocast, hooks if count_kept else contextlib.nullcontext():
+        with autocast, kept_for_backward(kept) if count_kept else contextlib.nullcontext():
             loss = forward()
         loss.backward()
         if device.type == "cuda":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from benchmarks.model import kept_for_backward
 from triton_s2r.models import (
     MultiScaleDiscriminator,
     NeuralTexture,
@@ -117,12 +118,7 @@ def test_neural_texture_eval_output_equals_train_output():
 def saved_for_backward_bytes(texture: NeuralTexture, uv, label) -> tuple[int, torch.Tensor]:
     """Bytes of the distinct storages autograd keeps for the backward pass, and the output."""
     storages: dict[int, int] = {}
-
-    def keep(tensor: torch.Tensor) -> torch.Tensor:
-        storages[tensor.untyped_storage().data_ptr()] = tensor.untyped_storage().nbytes()
-        return tensor
-
-    with torch.autograd.graph.saved_tensors_hooks(keep, lambda tensor: tensor):
+    with kept_for_backward(storages):
         out = texture(uv, label)
     return sum(storages.values()), out
 
