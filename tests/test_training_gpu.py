@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 
 import pytest
 import pytorch_lightning as pl
@@ -78,6 +79,26 @@ def test_compiled_step_trains_on_gpu(data: str, tmp_path, mode: str, recompute: 
     losses = [float(r["train/loss_g"]) for r in rows if r.get("train/loss_g")]
     assert losses and all(torch.isfinite(torch.tensor(losses)))
     assert "system.compile: the first batch took" in (run_dir / "train.log").read_text()
+
+
+def test_a_background_compile_hands_over_to_the_compiled_step_on_gpu(data: str, tmp_path) -> None:
+    """system.compile_in_background: eager batches while the child compiles, then compiled ones from its cache.
+
+    After test_compiled_step_trains_on_gpu (file order), whose runs leave the same graphs in Inductor's cache, the
+    child needs well under the three minutes this run trains.
+    """
+    run_dir = tmp_path / "background"
+    assert main(["train", *GPU_TINY, "logger=csv", f"data.root={data}", "data.sim_source=render",
+                 "system.compile=true", "system.compile_mode=reduce-overhead", "system.compile_in_background=true",
+                 "trainer.max_epochs=100000", "trainer.max_time=00:00:03:00", f"hydra.run.dir={run_dir}"]) == 0
+    log = (run_dir / "train.log").read_text()
+    assert "training eagerly while a child process compiles" in log
+    handover = re.search(r"the child compiled in \d+ s; the run compiles from the cache at batch (\d+)", log)
+    assert handover, log[-3000:]
+    assert "the first compiled batch took" in log
+    rows = metric_rows(run_dir)
+    losses = [float(r["train/loss_g"]) for r in rows if r.get("train/loss_g")]
+    assert losses and all(torch.isfinite(torch.tensor(losses)))
 
 
 def test_object_windows_train_compiled_with_cuda_graphs(data: str, tmp_path) -> None:

@@ -11,6 +11,7 @@
 * ``RandomStates``: the RNG states in every checkpoint, so a resumed run continues exactly.
 * ``LearningRateDecay``: every learning rate falls linearly to 0 over the end of the run (``system.lr_decay_from``).
 * ``CompileNotice``: says why a compiled run's first batch takes minutes, and how long it took (``system.compile``).
+  With ``system.compile_in_background`` the system adds ``background_compile.BackgroundCompile`` instead.
 
 They read what the step leaves on the system: ``model``, ``batches_trained`` (batches done, counted on the host)
 and ``last_step`` (a ``StepResult``). Nothing here waits for the GPU in a step, except where said.

@@ -20,6 +20,7 @@ the schedules is kept on the host.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
@@ -53,6 +54,7 @@ from triton_s2r.models.generator import StyleFreeGenerator
 from triton_s2r.models.triton import SimBatch, TritonModel, to_unit
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.scene import FrameState
+from triton_s2r.training.background_compile import BackgroundCompile
 from triton_s2r.training.callbacks import (
     CompileNotice,
     LearningRateDecay,
@@ -117,6 +119,9 @@ class TritonSystem(pl.LightningModule):
         compile_mode: ``torch.compile`` mode when ``compile``, one of ``COMPILE_MODES``: ``"default"``,
             ``"reduce-overhead"`` (CUDA graphs: each compiled piece's kernels replayed as one launch),
             ``"max-autotune"`` (with CUDA graphs) or ``"max-autotune-no-cudagraphs"``.
+        compile_in_background: with ``compile``, train eagerly from the first batch while a child process
+            compiles the same config into Inductor's cache, then compiled from that cache (``BackgroundCompile``;
+            single-process runs).
         preview_every_n_batches: batches between image grids in ``previews/`` and W&B (``Previews``).
         robot_pairing_labels: the robot's labels, whose pixels the ``robot_pairing`` term compares (used only when
             its weight or ``texture_pairing``'s is set; docs/method.md §4.7).
@@ -162,6 +167,7 @@ class TritonSystem(pl.LightningModule):
         channels_last: bool = False,
         compile: bool = False,
         compile_mode: str = "default",
+        compile_in_background: bool = False,
         preview_every_n_batches: int = 250,
         robot_pairing_labels: Sequence[str] = ("robot_base", "robot_arm", "robot_hand"),
         discriminator_object: MultiScaleDiscriminator | None = None,
@@ -268,7 +274,7 @@ class TritonSystem(pl.LightningModule):
         h = self.hparams
         average = [WeightAverage(h.ema_decay)] if h.ema_decay else []
         decay = [LearningRateDecay(h.lr_decay_from)] if h.lr_decay_from is not None else []
-        notice = [CompileNotice()] if h.compile else []
+        notice = [] if not h.compile else [BackgroundCompile() if h.compile_in_background else CompileNotice()]
         # In this order at each batch end: the average, the guard (which may stop training), the previews.
         return [*average, NonFiniteGuard(h.max_nonfinite_steps), Previews(h.preview_every_n_batches), RandomStates(),
                 *decay, *notice]
@@ -627,7 +633,7 @@ class TritonSystem(pl.LightningModule):
         The image goes in as fp32 (photos are fp32, translations bf16 under autocast), so a compiled
         discriminator sees one dtype. ``eager``: bypass ``system.compile`` (its compiled pieces run their Python code).
         """
-        with torch.compiler.set_stance("force_eager" if eager else "default"):
+        with torch.compiler.set_stance("force_eager") if eager else contextlib.nullcontext():
             return [logit.float() for logit in discriminator(diff_augment(image.float(), self.discriminator_augment))]
 
     def _discriminators(self) -> list[MultiScaleDiscriminator]:

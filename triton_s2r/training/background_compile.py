@@ -1,0 +1,122 @@
+"""Compile in a child process while the run trains eagerly (``system.compile_in_background``).
+
+A compiled run's first batch waits for ``torch.compile``: minutes from a cold Inductor cache, about 20 s from a warm
+one (docs/training.md, "Speed options"). With ``system.compile_in_background=true`` the run instead starts training
+at once with its compiled pieces run eagerly (``torch.compiler.set_stance("force_eager")``), while a child process
+trains two batches of the same config compiled, which fills Inductor's on-disk cache. When the child has finished,
+the run compiles its pieces from that cache at its next batch and goes on compiled.
+
+Run as a module, this file is the child: ``python -m triton_s2r.training.background_compile CONFIG``.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytorch_lightning as pl
+import torch
+
+from triton_s2r.training.step import SteppedSystem
+
+log = logging.getLogger(__name__)
+
+#: The child's batches: the first has the R1 penalty, the second the surface losses (``loss.surface_losses_from=1``),
+#: so between them they call every compiled piece with every input shape that the run's batches will.
+WARMUP_BATCHES = 2
+#: The child's output, in the run directory.
+CHILD_LOG = "compile_in_background.log"
+
+
+class BackgroundCompile(pl.Callback):
+    """Trains eagerly while a child process compiles the run's pieces into Inductor's cache; then compiled.
+
+    Single-process runs only: under DDP every rank compiles at its first batch, as without the option. The child
+    reads the run's ``config.yaml`` and writes its output to ``RUN/compile_in_background.log``; if it fails, the
+    run compiles by itself at its next batch (a warning names the log).
+    """
+
+    def __init__(self) -> None:
+        self._child: subprocess.Popen | None = None
+        self._log_path: Path | None = None
+        self._started = 0.0
+        self._compiled_batch_start: float | None = None
+
+    def command(self, config: Path) -> list[str]:
+        """The child's command line."""
+        return [sys.executable, "-m", __name__, str(config)]
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: SteppedSystem) -> None:
+        """Lightning hook: start the child and run the compiled pieces eagerly until it ends."""
+        run = Path(trainer.default_root_dir)
+        config = run / "config.yaml"
+        if trainer.world_size > 1 or not config.is_file():
+            why = "under DDP" if trainer.world_size > 1 else f"without {config}"
+            log.info("system.compile_in_background: not %s; the first batch compiles", why)
+            return
+        self._log_path = run / CHILD_LOG
+        with self._log_path.open("w") as out:
+            self._child = subprocess.Popen(self.command(config), stdout=out,
+                                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self._started = time.perf_counter()
+        torch.compiler.set_stance("force_eager")
+        log.info("system.compile_in_background: training eagerly while a child process compiles (%s)", self._log_path)
+
+    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: SteppedSystem, batch, batch_idx: int) -> None:
+        """Lightning hook: once the child has ended, compile (from its cache) at this batch."""
+        if self._child is None or self._child.poll() is None:
+            return
+        code, self._child = self._child.returncode, None
+        torch.compiler.set_stance("default")
+        if code == 0:
+            log.info("system.compile_in_background: the child compiled in %.0f s; the run compiles from the cache "
+                     "at batch %d", time.perf_counter() - self._started, pl_module.batches_trained)
+            self._compiled_batch_start = time.perf_counter()
+        else:
+            log.warning("system.compile_in_background: the child failed (exit code %s, see %s); the run compiles "
+                        "by itself at batch %d", code, self._log_path, pl_module.batches_trained)
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: SteppedSystem, outputs, batch, batch_idx: int) -> None:
+        """Lightning hook: after the first compiled batch, say how long it took."""
+        if self._compiled_batch_start is not None:
+            log.info("system.compile_in_background: the first compiled batch took %.0f s",
+                     time.perf_counter() - self._compiled_batch_start)
+            self._compiled_batch_start = None
+
+    def teardown(self, trainer: pl.Trainer, pl_module: SteppedSystem, stage: str) -> None:
+        """Lightning hook: stop a child that is still compiling and leave the stance as it was."""
+        if self._child is not None:
+            self._child.terminate()
+            self._child.wait()
+            self._child = None
+            log.info("system.compile_in_background: the run ended before the child finished compiling; stopped it")
+        torch.compiler.set_stance("default")
+
+
+def warm_compile_cache(config: Path) -> None:
+    """Train ``WARMUP_BATCHES`` batches of the run config ``config`` compiled (what they write: a temporary folder)."""
+    from omegaconf import DictConfig, OmegaConf, open_dict
+
+    from triton_s2r.train import build  # here: triton_s2r.train imports the system, which imports this module
+
+    cfg = OmegaConf.load(config)
+    assert isinstance(cfg, DictConfig), f"{config} holds no mapping"
+    with open_dict(cfg):
+        cfg.system.compile_in_background = False
+        cfg.loss.surface_losses_from = 1
+    pl.seed_everything(int(cfg.seed))
+    datamodule, system = build(cfg)
+    with tempfile.TemporaryDirectory(prefix="triton_s2r_compile_") as out_dir:
+        trainer = pl.Trainer(accelerator=cfg.trainer.accelerator, precision=cfg.trainer.precision, devices=1,
+                             max_epochs=1, limit_train_batches=WARMUP_BATCHES, limit_val_batches=0,
+                             num_sanity_val_steps=0, logger=False, enable_checkpointing=False,
+                             enable_progress_bar=False, enable_model_summary=False, default_root_dir=out_dir)
+        trainer.fit(system, datamodule=datamodule)
+
+
+if __name__ == "__main__":
+    warm_compile_cache(Path(sys.argv[1]))
