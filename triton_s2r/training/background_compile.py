@@ -12,6 +12,8 @@ Run as a module, this file is the child: ``python -m triton_s2r.training.backgro
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -60,8 +62,8 @@ class BackgroundCompile(pl.Callback):
             return
         self._log_path = run / CHILD_LOG
         with self._log_path.open("w") as out:
-            self._child = subprocess.Popen(self.command(config), stdout=out,
-                                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            self._child = subprocess.Popen(self.command(config), stdout=out, stderr=subprocess.STDOUT,
+                                           stdin=subprocess.DEVNULL, start_new_session=True)
         self._started = time.perf_counter()
         torch.compiler.set_stance("force_eager")
         log.info("system.compile_in_background: training eagerly while a child process compiles (%s)", self._log_path)
@@ -90,7 +92,10 @@ class BackgroundCompile(pl.Callback):
     def teardown(self, trainer: pl.Trainer, pl_module: SteppedSystem, stage: str) -> None:
         """Lightning hook: stop a child that is still compiling and leave the stance as it was."""
         if self._child is not None:
-            self._child.terminate()
+            # Killed with its compile workers (its own process group), not asked: Lightning in the child defers
+            # SIGTERM to the end of a batch, minutes while it compiles. Inductor writes its cache entries
+            # atomically, so none is left half written.
+            os.killpg(self._child.pid, signal.SIGKILL)
             self._child.wait()
             self._child = None
             log.info("system.compile_in_background: the run ended before the child finished compiling; stopped it")
