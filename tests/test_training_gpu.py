@@ -90,7 +90,7 @@ def test_a_background_compile_hands_over_to_the_compiled_step_on_gpu(data: str, 
     run_dir = tmp_path / "background"
     assert main(["train", *GPU_TINY, "logger=csv", f"data.root={data}", "data.sim_source=render",
                  "system.compile=true", "system.compile_mode=reduce-overhead", "system.compile_in_background=true",
-                 "trainer.max_epochs=100000", "trainer.max_time=00:00:03:00", f"hydra.run.dir={run_dir}"]) == 0
+                 "trainer.max_epochs=100000", "++trainer.max_time=00:00:03:00", f"hydra.run.dir={run_dir}"]) == 0
     log = (run_dir / "train.log").read_text()
     assert "training eagerly while a child process compiles" in log
     handover = re.search(r"the child compiled in \d+ s; the run compiles from the cache at batch (\d+)", log)
