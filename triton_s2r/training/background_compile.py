@@ -28,7 +28,7 @@ from triton_s2r.training.step import SteppedSystem
 log = logging.getLogger(__name__)
 
 #: The child's batches: the first has the R1 penalty, the second the surface losses (``loss.surface_losses_from=1``),
-#: so between them they call every compiled piece with every input shape that the run's batches will.
+#: so between them they call every compiled piece with every input shape of the run's first crop size.
 WARMUP_BATCHES = 2
 #: The child's output, in the run directory.
 CHILD_LOG = "compile_in_background.log"
