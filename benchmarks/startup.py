@@ -77,7 +77,7 @@ def main() -> None:
             raise SystemExit(f"{name} failed (exit code {process.returncode}): see {root / f'{name}.out'}")
         run = RunDir(root / name / "run")
         status = run.status()
-        ended, eager_batches = first_compiled_batch((run.path / "train.log").read_text())
+        ended, eager_batches = first_compiled_batch(run.log_path.read_text())
         rows.append(f"| {name} | {' '.join(variants[name])} | {status['batches']} | {ended} | {eager_batches} | "
                     f"{status.get('peak_gpu_memory_gib', '-')} |")
     table = (f"Every run {args.seconds} s of training from empty Inductor and Triton caches, the {len(rows)} runs at "

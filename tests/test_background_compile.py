@@ -14,6 +14,7 @@ import torch
 import yaml
 from tiny_assets import metric_rows
 
+from benchmarks.startup import HANDOVER
 from triton_s2r.cli import main
 from triton_s2r.training.background_compile import CHILD_LOG, BackgroundCompile
 
@@ -75,6 +76,8 @@ def test_compiled_code_runs_eagerly_until_the_child_succeeds_then_compiles(tmp_p
             assert step(torch.ones(2)).tolist() == [3.0, 3.0]
             assert backend.graphs == 0  # the child is still compiling: eager
             batches_until(callback, trainer, caplog, "compiles from the cache at batch 7")
+            handover = next(r.getMessage() for r in caplog.records if "compiles from the cache" in r.getMessage())
+            assert HANDOVER.search(handover)  # the line benchmarks.startup reads
             assert step(torch.ones(3)).tolist() == [3.0, 3.0, 3.0]
             assert backend.graphs == 1
         finally:

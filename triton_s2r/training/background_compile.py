@@ -23,6 +23,7 @@ from pathlib import Path
 import pytorch_lightning as pl
 import torch
 
+from triton_s2r.runs.run_dir import RunDir
 from triton_s2r.training.step import SteppedSystem
 
 log = logging.getLogger(__name__)
@@ -54,13 +55,13 @@ class BackgroundCompile(pl.Callback):
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: SteppedSystem) -> None:
         """Lightning hook: start the child and run the compiled pieces eagerly until it ends."""
-        run = Path(trainer.default_root_dir)
-        config = run / "config.yaml"
+        run = RunDir(Path(trainer.default_root_dir))
+        config = run.config_path
         if trainer.world_size > 1 or not config.is_file():
             why = "under DDP" if trainer.world_size > 1 else f"without {config}"
             log.info("system.compile_in_background: not %s; the first batch compiles", why)
             return
-        self._log_path = run / CHILD_LOG
+        self._log_path = run.path / CHILD_LOG
         with self._log_path.open("w") as out:
             self._child = subprocess.Popen(self.command(config), stdout=out, stderr=subprocess.STDOUT,
                                            stdin=subprocess.DEVNULL, start_new_session=True)
