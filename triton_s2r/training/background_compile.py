@@ -12,8 +12,6 @@ Run as a module, this file is the child: ``python -m triton_s2r.training.backgro
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -40,7 +38,7 @@ class BackgroundCompile(pl.Callback):
 
     Single-process runs only: under DDP every rank compiles at its first batch, as without the option. The child
     reads the run's ``config.yaml`` and writes its output to ``RUN/compile_in_background.log``; if it fails, the
-    run compiles by itself at its next batch (a warning names the log).
+    run compiles by itself at its next batch (a warning names the log). A run that ends first waits for it.
     """
 
     def __init__(self) -> None:
@@ -91,15 +89,16 @@ class BackgroundCompile(pl.Callback):
             self._compiled_batch_start = None
 
     def teardown(self, trainer: pl.Trainer, pl_module: SteppedSystem, stage: str) -> None:
-        """Lightning hook: stop a child that is still compiling and leave the stance as it was."""
+        """Lightning hook: wait for a child that is still compiling and leave the stance as it was."""
         if self._child is not None:
-            # Killed with its compile workers (its own process group), not asked: Lightning in the child defers
-            # SIGTERM to the end of a batch, minutes while it compiles. Inductor writes its cache entries
-            # atomically, so none is left half written.
-            os.killpg(self._child.pid, signal.SIGKILL)
-            self._child.wait()
+            # Waited for, not stopped: a compiler killed mid-write leaves a truncated module in the cache, which
+            # the next compiled run would fail to load. The child ends after its two batches; in a session of
+            # its own, a Ctrl-C at the terminal does not reach it either.
+            log.info("system.compile_in_background: the run ended before the child finished compiling; waiting "
+                     "for it, so that the cache it fills is whole")
+            code = self._child.wait()
             self._child = None
-            log.info("system.compile_in_background: the run ended before the child finished compiling; stopped it")
+            log.info("system.compile_in_background: the child finished (exit code %d)", code)
         torch.compiler.set_stance("default")
 
 
