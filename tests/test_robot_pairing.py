@@ -265,3 +265,31 @@ def test_texture_pairing_fits_the_textures_of_the_rendered_surfaces_to_the_photo
     texture = {id(p) for p in m.texture.parameters()}
     learned = [p for p in system.parameters() if p.grad is not None and p.grad.abs().sum() > 0]
     assert learned and all(id(p) in texture for p in learned)
+
+
+@pytest.mark.parametrize("void", [False, True])
+def test_robot_pairing_compares_the_robot_and_with_robot_pairing_void_the_background(data_root, void: bool) -> None:
+    """robot_pairing: L1 of the photos to the translation of their robot's render, a mean over the robot's pixels.
+
+    With ``system.robot_pairing_void`` a second mean over the pixels the render leaves void (the backdrop).
+    """
+    from hydra import compose, initialize_config_module
+
+    from triton_s2r.losses import reconstruction_loss
+    from triton_s2r.train import build
+
+    with initialize_config_module("triton_s2r.conf", version_base="1.3"):
+        cfg = compose("train", overrides=[*TINY, f"data.root={data_root}", f"system.robot_pairing_void={void}"])
+    datamodule, system = build(cfg)
+    system.attach_data(datamodule, torch.device("cpu"))
+    batch = datamodule.transfer_batch_to_device(next(iter(datamodule.train_dataloader())), torch.device("cpu"), 0)
+    out = system._forward(system._inputs(batch))
+    assert system._robot_views is not None and out.robot_label is not None and out.robot_x_ab is not None
+    robot = torch.isin(out.robot_label, system._robot_views.label_ids)
+    background = out.robot_label == 0
+    assert robot.any() and background.any()
+    x_ab, real = out.robot_x_ab.float(), out.real.float()
+    expected = reconstruction_loss(x_ab, real, "l1", mask=robot)  # the robot's pixels, a mean of their own
+    if void:
+        expected = expected + reconstruction_loss(x_ab, real, "l1", mask=background)
+    assert system._robot_pairing(out).item() == pytest.approx(expected.item(), rel=1e-5)

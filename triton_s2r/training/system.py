@@ -125,6 +125,9 @@ class TritonSystem(pl.LightningModule):
         preview_every_n_batches: batches between image grids in ``previews/`` and W&B (``Previews``).
         robot_pairing_labels: the robot's labels, whose pixels the ``robot_pairing`` term compares (used only when
             its weight or ``texture_pairing``'s is set; docs/method.md §4.7).
+        robot_pairing_void: the ``robot_pairing`` term also compares the pixels its render leaves void (the
+            background behind the robot and the static objects, which the photo shows as they are wherever no moving
+            object stands in front of it; docs/method.md §4.7).
         discriminator_object: D_O on windows around the objects, in the translations and the photos (3 channels;
             needed when ``object_adversarial`` has a weight, else unused; docs/method.md §4.9).
         object_crop_fraction: the object windows' side as a fraction of ``crop_size`` (rounded to an even number of
@@ -170,6 +173,7 @@ class TritonSystem(pl.LightningModule):
         compile_in_background: bool = False,
         preview_every_n_batches: int = 250,
         robot_pairing_labels: Sequence[str] = ("robot_base", "robot_arm", "robot_hand"),
+        robot_pairing_void: bool = False,
         discriminator_object: MultiScaleDiscriminator | None = None,
         object_crop_fraction: float = 0.25,
         object_crop_size: int = 64,
@@ -540,7 +544,11 @@ class TritonSystem(pl.LightningModule):
         # The ids live on the renders' device: with nvdiffrast that is the step's, so nothing is copied or waited for.
         robot = torch.isin(label, views.label_ids.to(label.device))
         with torch.autocast(self.device.type, enabled=False):
-            return reconstruction_loss(out.robot_x_ab.float(), out.real.float(), "l1", mask=robot)
+            x_ab, real = out.robot_x_ab.float(), out.real.float()
+            loss = reconstruction_loss(x_ab, real, "l1", mask=robot)
+            if self.hparams.robot_pairing_void:  # a mean of its own, so the robot's pixels keep their weight
+                loss = loss + reconstruction_loss(x_ab, real, "l1", mask=label == 0)
+            return loss
 
     def _texture_pairing(self, out: Forward) -> Tensor:
         """L1 between the photos and the texture projection π of their render, over every rendered surface.
