@@ -4,7 +4,8 @@ A real robot logs its joint angles with every frame and its camera is calibrated
 real frame is known even though the objects' poses are not. ``RobotViews`` renders, for real frames, the robot's
 links and the scene's static objects (those whose pose is the same in every real state: the table), without the
 objects that move, at the same resize and crop as the photos. The ``robot_pairing`` term then compares the
-translation of that render with the photo over the robot's pixels only.
+translation of that render with the photo over the robot's pixels (and, with ``system.robot_pairing_void``, over
+the pixels the render leaves void, the backdrop).
 """
 
 from __future__ import annotations

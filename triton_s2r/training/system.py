@@ -538,7 +538,10 @@ class TritonSystem(pl.LightningModule):
                 + gamma / 2 * r1_penalty(r1_logits, r1_real))
 
     def _robot_pairing(self, out: Forward) -> Tensor:
-        """L1 over the robot's pixels between the photos and the translation of their robot's render."""
+        """L1 between the photos and the translation of their robot's render, a mean over the robot's pixels.
+
+        With ``robot_pairing_void``, plus a mean over the pixels the render leaves void (the backdrop).
+        """
         views, label = self._robot_views, out.robot_label
         assert views is not None and label is not None and out.robot_x_ab is not None  # with the term's weight
         # The ids live on the renders' device: with nvdiffrast that is the step's, so nothing is copied or waited for.
