@@ -52,7 +52,7 @@ from triton_s2r.losses.settings import LossSettings
 from triton_s2r.models.discriminator import MultiScaleDiscriminator
 from triton_s2r.models.generator import StyleFreeGenerator
 from triton_s2r.models.triton import SimBatch, TritonModel, to_unit
-from triton_s2r.render.gbuffer import GBuffer
+from triton_s2r.render.gbuffer import VOID, GBuffer
 from triton_s2r.render.scene import FrameState
 from triton_s2r.training.background_compile import BackgroundCompile
 from triton_s2r.training.callbacks import (
@@ -550,7 +550,7 @@ class TritonSystem(pl.LightningModule):
             x_ab, real = out.robot_x_ab.float(), out.real.float()
             loss = reconstruction_loss(x_ab, real, "l1", mask=robot)
             if self.hparams.robot_pairing_void:  # a mean of its own, so the robot's pixels keep their weight
-                loss = loss + reconstruction_loss(x_ab, real, "l1", mask=label == 0)
+                loss = loss + reconstruction_loss(x_ab, real, "l1", mask=label == VOID)
             return loss
 
     def _texture_pairing(self, out: Forward) -> Tensor:
