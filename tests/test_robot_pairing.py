@@ -216,7 +216,7 @@ def test_one_network_call_for_robot_renders_and_sim_batch_gives_the_terms_of_sep
 
     with initialize_config_module("triton_s2r.conf", version_base="1.3"):
         cfg = compose("train", overrides=[*TINY, f"data.root={data_root}", "loss.loss_weights.robot_pairing=10",
-                                          "loss.surface_losses_from=0"])
+                                          "loss.surface_losses_from=0", "system.robot_pairing_void=false"])
     datamodule, system = build(cfg)
     system.attach_data(datamodule, torch.device("cpu"))
     system.eval()
@@ -273,14 +273,14 @@ def test_texture_pairing_fits_the_textures_of_the_rendered_surfaces_to_the_photo
 
 
 def test_robot_pairing_void_adds_a_mean_over_the_backdrop(data_root) -> None:
-    """``system.robot_pairing_void``: the robot's mean (checked above) plus a mean over the backdrop.
+    """``system.robot_pairing_void`` (the default): the robot's mean (checked above) plus a mean over the backdrop.
 
     The backdrop: the pixels the render of the robot and the static objects leaves void.
     """
     from triton_s2r.losses import reconstruction_loss
     from triton_s2r.render import VOID
 
-    system, inputs = first_batch(data_root, "system.robot_pairing_void=true")
+    system, inputs = first_batch(data_root)
     out = system._forward(inputs)
     assert system._robot_views is not None and out.robot_label is not None and out.robot_x_ab is not None
     robot = torch.isin(out.robot_label, system._robot_views.label_ids)

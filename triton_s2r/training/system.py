@@ -173,7 +173,7 @@ class TritonSystem(pl.LightningModule):
         compile_in_background: bool = False,
         preview_every_n_batches: int = 250,
         robot_pairing_labels: Sequence[str] = ("robot_base", "robot_arm", "robot_hand"),
-        robot_pairing_void: bool = False,
+        robot_pairing_void: bool = True,
         discriminator_object: MultiScaleDiscriminator | None = None,
         object_crop_fraction: float = 0.25,
         object_crop_size: int = 64,
