@@ -36,7 +36,7 @@ import torch
 from torch import Tensor
 
 from triton_s2r.data.datasets import BenchmarkDataset, DatasetError, read_photo
-from triton_s2r.render.gbuffer import GBuffer
+from triton_s2r.render.gbuffer import VOID, GBuffer
 from triton_s2r.tabletop.hidden import albedo_path
 
 MAX_PSNR = 100.0
@@ -86,7 +86,7 @@ def seen_texels(gbuffer: GBuffer, num_labels: int, resolution: int) -> Tensor:
         (K, R, R) bool in the model's layout (rows u, columns v).
     """
     label = gbuffer.label.flatten()
-    shown = label > 0
+    shown = label != VOID
     row = (gbuffer.uv[:, 0].flatten()[shown] * resolution).long().clamp(0, resolution - 1)
     col = (gbuffer.uv[:, 1].flatten()[shown] * resolution).long().clamp(0, resolution - 1)
     index = (label[shown] - 1) * resolution * resolution + row * resolution + col

@@ -562,7 +562,7 @@ class TritonSystem(pl.LightningModule):
         assert out.robot_projection is not None and out.robot_label is not None  # with the term's weight
         with torch.autocast(self.device.type, enabled=False):
             return reconstruction_loss(out.robot_projection[:, :3].float(), out.real.float(), "l1",
-                                       mask=out.robot_label > 0)
+                                       mask=out.robot_label != VOID)
 
     def _optimize(self, optimizer, loss: Tensor) -> Tensor:
         """Backward and optimizer step, skipped on the device when ``loss`` is not finite.
