@@ -16,7 +16,7 @@ from tiny_assets import metric_rows
 
 from benchmarks.startup import HANDOVER
 from triton_s2r.cli import main
-from triton_s2r.training.background_compile import CHILD_LOG, BackgroundCompile
+from triton_s2r.training.background_compile import CHILD_LOG, CHILD_MODULE, BackgroundCompile
 
 TINY = ["experiment=tiny", "trainer.enable_progress_bar=false", "data.val_frames=0", "system.compile=true"]
 LOGGER = "triton_s2r.training.background_compile"
@@ -150,4 +150,4 @@ def test_a_run_that_ends_first_trains_eagerly_and_waits_for_its_child(data_root,
     assert "training eagerly while a child process compiles" in log
     assert "the run ended before the child finished compiling; waiting for it" in log
     assert "the child finished (exit code 0)" in log
-    assert processes_running(b"triton_s2r.training.background_compile") == []
+    assert processes_running(CHILD_MODULE.encode()) == []

@@ -6,7 +6,7 @@ at once with its compiled pieces run eagerly (``torch.compiler.set_stance("force
 trains two batches of the same config compiled, which fills Inductor's on-disk cache. When the child has finished,
 the run compiles its pieces from that cache at its next batch and goes on compiled.
 
-Run as a module, this file is the child: ``python -m triton_s2r.training.background_compile CONFIG``.
+The child is ``python -m triton_s2r.compile_cache CONFIG`` (``CHILD_MODULE``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -26,9 +25,9 @@ from triton_s2r.training.step import SteppedSystem
 
 log = logging.getLogger(__name__)
 
-#: The child's batches: the first has the R1 penalty, the second the surface losses (``loss.surface_losses_from=1``),
-#: so between them they call every compiled piece with every input shape of the run's first crop size.
-WARMUP_BATCHES = 2
+#: The child's module: it trains the run's config for two batches compiled (named here, not imported: it imports
+#: the trainer, which imports the system, which imports this module).
+CHILD_MODULE = "triton_s2r.compile_cache"
 #: The child's output, in the run directory.
 CHILD_LOG = "compile_in_background.log"
 
@@ -49,7 +48,7 @@ class BackgroundCompile(pl.Callback):
 
     def command(self, config: Path) -> list[str]:
         """The child's command line."""
-        return [sys.executable, "-m", __name__, str(config)]
+        return [sys.executable, "-m", CHILD_MODULE, str(config)]
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: SteppedSystem) -> None:
         """Lightning hook: start the child and run the compiled pieces eagerly until it ends."""
@@ -100,28 +99,3 @@ class BackgroundCompile(pl.Callback):
             self._child = None
             log.info("system.compile_in_background: the child finished (exit code %d)", code)
         torch.compiler.set_stance("default")
-
-
-def warm_compile_cache(config: Path) -> None:
-    """Train ``WARMUP_BATCHES`` batches of the run config ``config`` compiled (what they write: a temporary folder)."""
-    from omegaconf import DictConfig, OmegaConf, open_dict
-
-    from triton_s2r.train import build  # here: triton_s2r.train imports the system, which imports this module
-
-    cfg = OmegaConf.load(config)
-    assert isinstance(cfg, DictConfig), f"{config} holds no mapping"
-    with open_dict(cfg):
-        cfg.system.compile_in_background = False
-        cfg.loss.surface_losses_from = 1
-    pl.seed_everything(int(cfg.seed))
-    datamodule, system = build(cfg)
-    with tempfile.TemporaryDirectory(prefix="triton_s2r_compile_") as out_dir:
-        trainer = pl.Trainer(accelerator=cfg.trainer.accelerator, precision=cfg.trainer.precision, devices=1,
-                             max_epochs=1, limit_train_batches=WARMUP_BATCHES, limit_val_batches=0,
-                             num_sanity_val_steps=0, logger=False, enable_checkpointing=False,
-                             enable_progress_bar=False, enable_model_summary=False, default_root_dir=out_dir)
-        trainer.fit(system, datamodule=datamodule)
-
-
-if __name__ == "__main__":
-    warm_compile_cache(Path(sys.argv[1]))
