@@ -206,8 +206,9 @@ def test_plain_folders_real_states_errors_name_the_file_and_the_fix(xarm_folders
 def test_one_network_call_for_robot_renders_and_sim_batch_gives_the_terms_of_separate_calls(data_root) -> None:
     """Shared network calls give every term of its definition with a call per image batch.
 
-    The step sends the robot renders through E_A and G_B with the sim batch, and each decoder's reconstruction and
-    cycle codes through one call. Eval mode: the encoders' input noise off, so both ways see the same inputs.
+    The step sends the robot renders through E_A and G_B with the sim batch, the photos and x_ab through E_B, and
+    each decoder's reconstruction and cycle codes through one call. Eval mode: the encoders' input noise off, so
+    both ways see the same inputs.
     """
     from hydra import compose, initialize_config_module
 
@@ -239,17 +240,22 @@ def test_one_network_call_for_robot_renders_and_sim_batch_gives_the_terms_of_sep
         assert terms["robot_pairing"].item() == pytest.approx(
             reconstruction_loss(robot_x_ab, out.real, "l1", mask=robot).item(), rel=1e-4)
 
-        def omega(x, y, data_range):
-            return system._reconstruction_loss(x.float(), y.float(), system.losses.criterion, data_range)
+        def omega(x, y, data_range, criterion=system.losses.criterion):
+            return system._reconstruction_loss(x.float(), y.float(), criterion, data_range)
 
         sim_range = 2.0 * max(1.0, m.sim_input.hint_multiplier + m.sim_input.texture_multiplier)
         e_a, g_a, e_b, g_b = (m.generator_sim.encode, m.generator_sim.decode, m.generator_real.encode,
                               m.generator_real.decode)
-        reconstruction = omega(g_a(out.c_a), out.x_a, sim_range) + omega(g_b(out.c_b), out.real, 2.0)
+        torch.testing.assert_close(out.c_b, e_b(out.real), rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(out.c_ab, e_b(out.x_ab_fixed_texture), rtol=1e-4, atol=1e-4)
+        reconstruction = omega(g_a(out.c_a), out.x_a, sim_range) + omega(g_b(e_b(out.real)), out.real, 2.0)
         cycle = (omega(g_a(e_b(out.x_ab_fixed_texture)), out.x_a, sim_range)
                  + omega(g_b(e_a(out.x_ba)), out.real, 2.0))
+        content = (omega(e_b(out.x_ab_fixed_texture), out.c_a, 1.0, system.losses.content_criterion)
+                   + omega(e_a(out.x_ba), e_b(out.real), 1.0, system.losses.content_criterion))
     assert terms["reconstruction"].item() == pytest.approx(reconstruction.item(), rel=1e-4)
     assert terms["cycle"].item() == pytest.approx(cycle.item(), rel=1e-4)
+    assert terms["content"].item() == pytest.approx(content.item(), rel=1e-4)
 
 
 def test_texture_pairing_fits_the_textures_of_the_rendered_surfaces_to_the_photos(data_root) -> None:

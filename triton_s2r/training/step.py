@@ -51,7 +51,8 @@ class Forward:
         x_ab_fixed_texture: x_ab with the texture's gradient stopped where the model shades the texture
             (``TritonModel.decode_real``), else x_ab itself.
         c_a, c_b: content codes of x_a and of the photos; x_ba: the real -> sim translation (None where a
-            system has no real -> sim half, as the paired oracle).
+            system has no real -> sim half, as the paired oracle); c_ab: the content code of x_ab_fixed_texture, for
+            the content and cycle terms (None without them).
         robot_x_ab: (B, 3, H, W) the translation of the photos' robot renders (``robot_pairing``), made in the same
             network calls as x_ab; robot_label: (B, H, W) those renders' labels; robot_projection: (B, C, H, W) their
             texture projection π (``texture_pairing``); all three None when no photo is rendered.
@@ -68,6 +69,7 @@ class Forward:
     x_ab_fixed_texture: Tensor
     c_a: Tensor | None = None
     c_b: Tensor | None = None
+    c_ab: Tensor | None = None
     x_ba: Tensor | None = None
     robot_x_ab: Tensor | None = None
     robot_label: Tensor | None = None

@@ -21,7 +21,7 @@ the schedules is kept on the host.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
@@ -50,7 +50,6 @@ from triton_s2r.losses import (
 )
 from triton_s2r.losses.settings import LossSettings
 from triton_s2r.models.discriminator import MultiScaleDiscriminator
-from triton_s2r.models.generator import StyleFreeGenerator
 from triton_s2r.models.triton import SimBatch, TritonModel, to_unit
 from triton_s2r.render.gbuffer import VOID, GBuffer
 from triton_s2r.render.scene import FrameState
@@ -468,17 +467,20 @@ class TritonSystem(pl.LightningModule):
 
         With robot pairing the photos' robot renders go through the same E_A and G_B calls as the sim batch, as one
         batch of 2B: the networks normalise each image on its own, so that changes no value, and each network runs
-        once instead of twice.
+        once instead of twice. Likewise E_B takes the photos and, for the content and cycle terms, x_ab in one call.
         """
         m, robot, real = self.model, inputs.robot, inputs.real
         sample = m.sample_texture(inputs.uv, inputs.label, inputs.supersample)
         both = sample if robot is None else SimBatch.cat(sample, m.sample_texture(robot.uv, robot.label))
         x_a, projection = m.sim_image(both)
-        c_a, c_b = m.generator_sim.encode(x_a), m.generator_real.encode(real)
+        c_a = m.generator_sim.encode(x_a)
         x_ab, x_ab_fixed_texture = m.decode_real(c_a, both)
         n = sample.uv.shape[0]  # the sim batch comes first in the networks' calls
+        cycled = [x_ab_fixed_texture[:n]] if self.loss_weights["content"] or self.loss_weights["cycle"] else []
+        c_b, *c_ab = together(m.generator_real.encode, [real, *cycled])
         out = Forward(uv=sample.uv, label=sample.label, x_a=x_a[:n], projection=projection[:n], real=real,
                       x_ab=x_ab[:n], x_ab_fixed_texture=x_ab_fixed_texture[:n], c_a=c_a[:n], c_b=c_b,
+                      c_ab=c_ab[0] if c_ab else None,
                       x_ba=m.generator_sim.decode(c_b), robot_x_ab=None if robot is None else x_ab[n:],
                       robot_label=None if robot is None else robot.label,
                       robot_projection=None if robot is None else projection[n:])
@@ -602,7 +604,8 @@ class TritonSystem(pl.LightningModule):
         target_a = x_a.detach() if s.detach_sim_targets else x_a  # the target side of recon and cycle
         codes_a, codes_b = ([out.c_a], [out.c_b]) if w["reconstruction"] else ([], [])  # G_A's and G_B's inputs
         if w["content"] or w["cycle"]:
-            c_ab, c_ba = m.generator_real.encode(out.x_ab_fixed_texture), m.generator_sim.encode(x_ba)
+            assert out.c_ab is not None  # _forward encodes x_ab with these weights
+            c_ab, c_ba = out.c_ab, m.generator_sim.encode(x_ba)
             if w["content"]:
                 terms["content"] = (omega(c_ab, out.c_a, 1.0, s.content_criterion)
                                     + omega(c_ba, out.c_b, 1.0, s.content_criterion))
@@ -610,7 +613,8 @@ class TritonSystem(pl.LightningModule):
                 codes_a.append(c_ab)
                 codes_b.append(c_ba)
         # Each decoder takes the reconstruction's and the cycle's codes in one call (a batch of 2B).
-        decoded_a, decoded_b = decode_together(m.generator_sim, codes_a), decode_together(m.generator_real, codes_b)
+        decoded_a = together(m.generator_sim.decode, codes_a)
+        decoded_b = together(m.generator_real.decode, codes_b)
         if w["reconstruction"]:
             terms["reconstruction"] = omega(decoded_a[0], target_a, sim_range) + omega(decoded_b[0], real, 2.0)
         if w["cycle"]:
@@ -666,11 +670,11 @@ class TritonSystem(pl.LightningModule):
         self.batches_trained = int(checkpoint["state_dict"]["batches_done"])  # RNG states: RandomStates
 
 
-def decode_together(generator: StyleFreeGenerator, codes: list[Tensor]) -> list[Tensor]:
-    """``generator.decode`` of each code in one call on their concatenation: (B_i, C, h, w) -> (B_i, C', H, W).
+def together(network: Callable[[Tensor], Tensor], inputs: list[Tensor]) -> list[Tensor]:
+    """``network`` of each input in one call on their concatenation: (B_i, C, H, W) -> (B_i, C', H', W').
 
-    The networks normalise each image on its own, so the images are those of separate calls.
+    The networks normalise each image on its own, so the outputs are those of separate calls.
     """
-    if not codes:
+    if not inputs:
         return []
-    return list(generator.decode(torch.cat(codes)).split([code.shape[0] for code in codes]))
+    return list(network(torch.cat(inputs)).split([x.shape[0] for x in inputs]))
