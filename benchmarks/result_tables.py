@@ -8,7 +8,8 @@ from pathlib import Path
 
 #: The measures of ``triton-s2r eval`` in the tables, one column each.
 COLUMNS = ("psnr", "psnr_masked", "ssim", "haarpsi", "haarpsi_masked", "colour_error_masked",
-           "colour_error_assigned_masked", "contrast_ratio_masked", "texture_psnr", "texture_colour_psnr",
+           "colour_error_assigned_masked", "contrast_ratio_masked", "detail_ratio_masked", "texture_psnr",
+           "texture_colour_psnr",
            "real_label_iou_masked", "surface_consistency", "warp_error")
 #: ``triton-s2r downstream`` measures (``--downstream``): a pose regressor trained on each run's translations,
 #: tested on new states and on the real frames of the states it was trained on (the domain gap alone).
@@ -139,7 +140,9 @@ def report(header: str, outcomes: list[Outcome], failures: list[tuple[Run, str]]
         "PSNR and SSIM: higher is better (translation vs the paired path-traced frame); `_masked`: objects and "
         "robot only. Colour error (each label's mean colour against the real one's; 0 for the real frames): lower "
         "is better. `contrast_ratio_masked`: how much the objects and robot stand out from their surroundings, "
-        "translation over real frame; 1 as in reality, near 0 faded into them. `real_label_iou_masked`: how well "
+        "translation over real frame; 1 as in reality, near 0 faded into them. `detail_ratio_masked`: how much "
+        "their colours vary within each (patterns, letters), translation over real frame; near 0 flat or blurred. "
+        "`real_label_iou_masked`: how well "
         "the real->sim translator labels the real frames' objects and robot (IoU with their true labels), higher "
         "is better. Surface consistency and warp error: lower is "
         "better; the real frames' own levels are "
@@ -161,6 +164,9 @@ def report(header: str, outcomes: list[Outcome], failures: list[tuple[Run, str]]
         f"Contrast ratio per label (`contrast_ratio_by_label`: how much the label stands out from its surroundings, "
         f"translation over real; near 0: faded, mean over seeds):\n\n"
         f"{by_label_table(outcomes, 'contrast_ratio_by_label', 2)}\n\n"
+        f"Detail ratio per label (`detail_ratio_by_label`: how much the label's colours vary within it, translation "
+        f"over real; near 0: flat or blurred, mean over seeds):\n\n"
+        f"{by_label_table(outcomes, 'detail_ratio_by_label', 2)}\n\n"
         f"How the real->sim translator labels the real frames (`real_label_iou_by_label`, IoU with their true labels, "
         f"mean over seeds):\n\n{by_label_table(outcomes, 'real_label_iou_by_label', 2)}\n\n"
         f"Warp error per label (`warp_error_by_label`, mean over seeds):\n\n"

@@ -62,6 +62,9 @@ def test_eval_writes_every_metric(run_dir, data_root, manifest, tmp_path, capsys
     contrast = result["contrast_ratio_by_label"]  # translation against real: >= 0, on the same labels
     assert [k for k, v in enumerate(contrast.values()) if v is not None] == sorted(on_screen)
     assert all(v >= 0 for v in contrast.values() if v is not None) and result["contrast_ratio_masked"] >= 0
+    detail = result["detail_ratio_by_label"]  # the same labels, void's included
+    assert [k for k, v in enumerate(detail.values()) if v is not None] == sorted(on_screen)
+    assert all(v >= 0 for v in detail.values() if v is not None) and result["detail_ratio_masked"] >= 0
     # How the run's real->sim translator labels the real frames: an IoU per label, the void always shown.
     iou = result["real_label_iou_by_label"]
     assert list(iou) == list(by_label) and iou["void"] is not None
@@ -125,6 +128,8 @@ def test_eval_of_the_real_frames_themselves_is_perfect(data_root, manifest, tmp_
     assert all(v == 0.0 for v in result["colour_error_by_label"].values())
     assert result["contrast_ratio_masked"] == pytest.approx(1.0)  # each label as distinct as in the real frame
     assert all(v == pytest.approx(1.0) for v in result["contrast_ratio_by_label"].values() if v is not None)
+    assert result["detail_ratio_masked"] == pytest.approx(1.0)  # each label as detailed as in the real frame
+    assert all(v == pytest.approx(1.0) for v in result["detail_ratio_by_label"].values() if v is not None)
     # The frames are the real ones, so their flicker is reality's own.
     assert result["warp_error"] == pytest.approx(result["warp_error_real"])
     assert result["surface_consistency"] == pytest.approx(result["surface_consistency_real"])

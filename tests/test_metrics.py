@@ -12,6 +12,7 @@ from triton_s2r.evaluation.metrics import (
     colour_error_by_label,
     colour_error_matrix,
     contrast_by_label,
+    detail_by_label,
     label_iou,
     object_mask,
     psnr,
@@ -209,6 +210,26 @@ def test_colour_error_matrix_finds_whose_colour_a_label_took():
     assert matrix[1, 1] == pytest.approx((0.8 + 0.7 + 0.1) / 3, abs=1e-6)
     assert matrix[3, 1] == pytest.approx((0.4 + 0.4 + 0.4) / 3, abs=1e-6)  # frame 0 only: the frames showing both
     assert matrix[4].isnan().all() and matrix[:, 4].isnan().all()
+
+
+def test_detail_by_label_sees_a_pattern_flattened():
+    # A grey table (label 1) with a 4x4 block (label 2) striped black and white in frame 0 only; label 3 never shown.
+    images = torch.full((2, 3, 16, 16), 0.5)
+    label = torch.zeros(2, 16, 16, dtype=torch.int64)
+    label[:, 2:14, 2:14] = 1
+    label[0, 6:10, 6:10] = 2
+    images[0, :, 6:10, 6:10] = torch.tensor([0.0, 1.0]).repeat(2)[:, None]  # rows 0, 1, 0, 1: std 0.5
+    detail = detail_by_label(images, label, 3)
+    assert detail.shape == (4,) and detail.dtype == torch.float32
+    assert detail[2] == pytest.approx(0.5, abs=1e-6) and detail[1] == pytest.approx(0.0, abs=1e-6)
+    assert detail[3].isnan()
+    repeated = detail_by_label(images.repeat(10, 1, 1, 1), label.repeat(10, 1, 1), 3)  # several chunks
+    assert torch.allclose(repeated, detail, equal_nan=True)
+    flat = images.clone()
+    flat[0, :, 6:10, 6:10] = 0.5  # the block in its mean colour: the right colour, no detail left
+    assert detail_by_label(flat, label, 3)[2] == pytest.approx(0.0, abs=1e-6)
+    with pytest.raises(ValueError, match="above num_labels=1"):
+        detail_by_label(images, label, 1)
 
 
 def test_contrast_by_label_sees_an_object_fade_into_its_surroundings():

@@ -84,6 +84,7 @@ def assert_demo_printed(printed: str, out: Path, video: Path) -> dict:
     assert f"objects and robot {metrics['psnr_masked']:.2f} dB" in printed
     assert f"warp error {metrics['warp_error']:.4f}" in printed
     assert f"stand out {metrics['contrast_ratio_masked']:.2f}x" in printed
+    assert f"hold {metrics['detail_ratio_masked']:.2f}x the real frames' detail" in printed
     return metrics
 
 

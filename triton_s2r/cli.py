@@ -45,6 +45,9 @@ def _demo(args: argparse.Namespace) -> int:
     if m["contrast_ratio_masked"] is not None:
         print(f"               objects and robot stand out {m['contrast_ratio_masked']:.2f}x as much as in the real "
               f"frames (contrast ratio; near 0: faded from view)")
+    if m["detail_ratio_masked"] is not None:
+        print(f"               objects and robot hold {m['detail_ratio_masked']:.2f}x the real frames' detail "
+              f"within them (detail ratio; near 0: flat or blurred)")
     if m["surface_consistency"] is not None:
         print(f"               surface consistency {m['surface_consistency']:.4f}, warp error {m['warp_error']:.4f} "
               f"(lower is better; the real frames: {m['surface_consistency_real']:.4f}, {m['warp_error_real']:.4f})")
@@ -75,7 +78,8 @@ def _eval(args: argparse.Namespace) -> int:
                       texture_resolution=args.texture_resolution)
     out = write_metrics(result, args.out)
     shown = ("psnr", "psnr_masked", "ssim", "haarpsi", "haarpsi_masked", "colour_error_masked",
-             "colour_error_assigned_masked", "contrast_ratio_masked", "texture_psnr", "texture_psnr_constant",
+             "colour_error_assigned_masked", "contrast_ratio_masked", "detail_ratio_masked", "texture_psnr",
+             "texture_psnr_constant",
              "texture_colour_psnr", "texture_colour_psnr_shuffled", "real_label_iou_masked", "surface_consistency",
              "surface_consistency_real", "warp_error", "warp_error_real")
     print("  ".join(f"{k}={result[k]:.4f}" for k in shown if result[k] is not None))
@@ -269,7 +273,9 @@ def _add_eval_command(sub: argparse._SubParsersAction) -> None:
         "matched to the real labels of their group that fit best, in colour_assignment: unpaired training cannot "
         "know which copy is which), contrast_ratio_by_label and "
         "contrast_ratio_masked (how much each label stands out from its surroundings, translation over real "
-        "frame: near 0 where objects fade from view; near 1 is best), surface_consistency, warp_error and "
+        "frame: near 0 where objects fade from view; near 1 is best), detail_ratio_by_label and "
+        "detail_ratio_masked (how much each label's colours vary within it, its patterns and grain, translation "
+        "over real frame: near 0 for flat or blurred blobs; near 1 is best), surface_consistency, warp_error and "
         "warp_error_by_label (lower is better; the _real variants give "
         "the real frames' own level), texture_psnr and texture_psnr_by_label (runs only: learned textures against "
         "the benchmark's hidden albedo after a per-label affine colour fit, over the texels the frames show; "

@@ -18,7 +18,9 @@ whose objects are copies of one shape (``interchangeable_labels``, from the data
 labels of their group that fit best (``colour_assignment``), since unpaired training cannot know which copy is
 which. Contrast ratio (``contrast_ratio_by_label``, ``contrast_ratio_masked``): how much each
 label stands out from its surroundings in the translation, as a fraction of how much it does in the real frame;
-near 0 where objects fade into what is around them, which neither PSNR nor colour error shows.
+near 0 where objects fade into what is around them, which neither PSNR nor colour error shows. Detail ratio
+(``detail_ratio_by_label``, ``detail_ratio_masked``): how much each label's colours vary within it (patterns,
+letters, grain), as a fraction of how much they do in the real frame; near 0 for flat or blurred blobs.
 Consistency on every video sequence: surface consistency (per-texel colour spread across the frames that
 see the texel, in UV space) and warp error (colour change between consecutive frames at pixels that see
 the same surface point, from the exact label and UV correspondence), each also for the real frames: reality's
@@ -195,6 +197,13 @@ def _colour_errors(matrix: Tensor, groups: list[tuple[int, ...]], names: list[st
             "interchangeable_labels": [[names[i] for i in group] for group in groups]}
 
 
+def _ratio(measure: Callable[[Tensor, Tensor, int], Tensor], translation: Tensor, real: Tensor, label: Tensor,
+           num_labels: int) -> Tensor:
+    """(K + 1,) ``measure`` of the translation over that of the real frames; NaN where the real frames' is 0."""
+    ours, theirs = measure(translation, label, num_labels), measure(real, label, num_labels)
+    return torch.where(theirs > 0, ours / theirs, torch.nan)
+
+
 def _named(values: Tensor, names: Sequence[str]) -> dict[str, float | None]:
     """Per name, the value of the same index in (N,) ``values``; None where it is NaN."""
     return {name: None if value.isnan() else float(value) for name, value in zip(names, values, strict=True)}
@@ -316,9 +325,10 @@ def evaluate(
         "psnr_by_label": _psnr_by_label(translation, real, gbuffer.label, label_names),
         **_colour_errors(metrics.colour_error_matrix(translation, real, gbuffer.label, len(label_names) - 1),
                          interchangeable, label_names, exclude),
-        **_per_label(metrics.contrast_by_label(translation, gbuffer.label, len(label_names) - 1)
-                     / metrics.contrast_by_label(real, gbuffer.label, len(label_names) - 1),
+        **_per_label(_ratio(metrics.contrast_by_label, translation, real, gbuffer.label, dataset.labels.num_labels),
                      label_names, exclude, "contrast_ratio"),
+        **_per_label(_ratio(metrics.detail_by_label, translation, real, gbuffer.label, dataset.labels.num_labels),
+                     label_names, exclude, "detail_ratio"),
         "n_frames": int(translation.shape[0]),
     }
 

@@ -353,6 +353,38 @@ def contrast_by_label(images: Tensor, label: Tensor, num_labels: int, ring: int 
     return (total / frames).float()  # 0 / 0 = NaN where no frame shows a label
 
 
+def detail_by_label(images: Tensor, label: Tensor, num_labels: int) -> Tensor:
+    """How much each label's colours vary within it on screen: its patterns, letters, grain and shading.
+
+    Per frame and label, the standard deviation of the label's pixels (per channel, then the mean over channels),
+    averaged over the frames that show the label in at least two pixels. A label drawn as a flat or blurred blob
+    scores near 0 however right its mean colour; one drawn with noise scores high, so read it beside HaarPSI.
+
+    Args:
+        images: (B, C, H, W) float in [0, 1].
+        label: (B, H, W) int64 label ids, 0 = void, 1..K.
+        num_labels: K; labels above K are an error.
+
+    Returns:
+        (K + 1,) float32 in [0, 0.5], entry l for label id l (entry 0: void); NaN where no frame shows l.
+    """
+    _check_label_map(images, label, num_labels, "detail_by_label")
+    total = torch.zeros(num_labels + 1, dtype=torch.float64, device=images.device)
+    frames = torch.zeros(num_labels + 1, dtype=torch.float64, device=images.device)
+    for start in range(0, images.shape[0], _CHUNK):  # one-hot masks of a few frames at a time
+        chunk = slice(start, start + _CHUNK)
+        masks = F.one_hot(label[chunk], num_labels + 1).permute(0, 3, 1, 2).flatten(2).double()  # (b, K + 1, N)
+        pixels = images[chunk].flatten(2).double()  # (b, C, N)
+        n = masks.sum(-1)  # (b, K + 1)
+        mean = torch.einsum("bkn,bcn->bkc", masks, pixels) / n.clamp(min=1).unsqueeze(-1)
+        square = torch.einsum("bkn,bcn->bkc", masks, pixels.square()) / n.clamp(min=1).unsqueeze(-1)
+        std = (square - mean.square()).clamp(min=0).sqrt().mean(-1)  # (b, K + 1)
+        shown = n >= 2
+        total += torch.where(shown, std, 0).sum(0)
+        frames += shown.sum(0)
+    return (total / frames).float()  # 0 / 0 = NaN where no frame shows a label
+
+
 def label_iou(pred: Tensor, target: Tensor, num_labels: int) -> Tensor:
     """Intersection over union of each label between two label maps, over all frames at once.
 
