@@ -223,7 +223,7 @@ def test_detail_by_label_sees_a_pattern_flattened():
     assert detail.shape == (4,) and detail.dtype == torch.float32
     assert detail[2] == pytest.approx(0.5, abs=1e-6) and detail[1] == pytest.approx(0.0, abs=1e-6)
     assert detail[3].isnan()
-    repeated = detail_by_label(images.repeat(10, 1, 1, 1), label.repeat(10, 1, 1), 3)  # several chunks
+    repeated = detail_by_label(images.repeat(10, 1, 1, 1), label.repeat(10, 1, 1), 3)  # more frames
     assert torch.allclose(repeated, detail, equal_nan=True)
     flat = images.clone()
     flat[0, :, 6:10, 6:10] = 0.5  # the block in its mean colour: the right colour, no detail left

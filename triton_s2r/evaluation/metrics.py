@@ -299,18 +299,10 @@ def colour_error_matrix(pred: Tensor, target: Tensor, label: Tensor, num_labels:
     """
     _check_pair(pred, target, None)
     _check_label_map(pred, label, num_labels, "colour_error_matrix")
-    batch, channels = pred.shape[:2]
-    index = label.flatten(1)  # (B, N)
-    counts = torch.zeros(batch, num_labels + 1, dtype=torch.float64, device=pred.device)
-    counts.scatter_add_(1, index, torch.ones_like(index, dtype=torch.float64))
-
-    def label_means(images: Tensor) -> Tensor:  # (B, K + 1, C); NaN where a frame does not show a label
-        sums = torch.zeros(batch, num_labels + 1, channels, dtype=torch.float64, device=pred.device)
-        sums.scatter_add_(1, index.unsqueeze(-1).expand(-1, -1, channels), images.flatten(2).transpose(1, 2).double())
-        return sums / counts.unsqueeze(-1)
-
+    pred_means, counts = _label_means(pred, label, num_labels)
+    target_means, _ = _label_means(target, label, num_labels)
     # (B, K + 1, K + 1): pred's label i against target's label j in each frame
-    difference = (label_means(pred).unsqueeze(2) - label_means(target).unsqueeze(1)).abs().mean(-1)
+    difference = (pred_means.unsqueeze(2) - target_means.unsqueeze(1)).abs().mean(-1)
     shown = (counts > 0).double()
     both = shown.unsqueeze(2) * shown.unsqueeze(1)
     return (difference.nan_to_num().sum(0) / both.sum(0)).float()  # 0 / 0 = NaN where no frame shows both
@@ -369,20 +361,11 @@ def detail_by_label(images: Tensor, label: Tensor, num_labels: int) -> Tensor:
         (K + 1,) float32 in [0, 0.5], entry l for label id l (entry 0: void); NaN where no frame shows l.
     """
     _check_label_map(images, label, num_labels, "detail_by_label")
-    total = torch.zeros(num_labels + 1, dtype=torch.float64, device=images.device)
-    frames = torch.zeros(num_labels + 1, dtype=torch.float64, device=images.device)
-    for start in range(0, images.shape[0], _CHUNK):  # one-hot masks of a few frames at a time
-        chunk = slice(start, start + _CHUNK)
-        masks = F.one_hot(label[chunk], num_labels + 1).permute(0, 3, 1, 2).flatten(2).double()  # (b, K + 1, N)
-        pixels = images[chunk].flatten(2).double()  # (b, C, N)
-        n = masks.sum(-1)  # (b, K + 1)
-        mean = torch.einsum("bkn,bcn->bkc", masks, pixels) / n.clamp(min=1).unsqueeze(-1)
-        square = torch.einsum("bkn,bcn->bkc", masks, pixels.square()) / n.clamp(min=1).unsqueeze(-1)
-        std = (square - mean.square()).clamp(min=0).sqrt().mean(-1)  # (b, K + 1)
-        shown = n >= 2
-        total += torch.where(shown, std, 0).sum(0)
-        frames += shown.sum(0)
-    return (total / frames).float()  # 0 / 0 = NaN where no frame shows a label
+    means, counts = _label_means(images, label, num_labels)
+    squares, _ = _label_means(images.double().square(), label, num_labels)
+    std = (squares - means.square()).clamp(min=0).sqrt().mean(-1)  # (B, K + 1); NaN where a frame lacks a label
+    shown = counts >= 2
+    return (torch.where(shown, std, 0).sum(0) / shown.sum(0)).float()  # 0 / 0 = NaN where no frame shows a label
 
 
 def label_iou(pred: Tensor, target: Tensor, num_labels: int) -> Tensor:
@@ -405,6 +388,20 @@ def label_iou(pred: Tensor, target: Tensor, num_labels: int) -> Tensor:
     both = joint.diagonal()
     union = joint.sum(0) + joint.sum(1) - both
     return (both / union).float()  # 0 / 0 = NaN where neither map holds a label
+
+
+def _label_means(images: Tensor, label: Tensor, num_labels: int) -> tuple[Tensor, Tensor]:
+    """Per frame, each label's mean pixel and pixel count: (B, C, H, W), (B, H, W) -> (B, K + 1, C), (B, K + 1).
+
+    Float64; the means are NaN where a frame does not show a label.
+    """
+    batch, channels = images.shape[:2]
+    index = label.flatten(1)  # (B, N)
+    counts = torch.zeros(batch, num_labels + 1, dtype=torch.float64, device=images.device)
+    counts.scatter_add_(1, index, torch.ones_like(index, dtype=torch.float64))
+    sums = torch.zeros(batch, num_labels + 1, channels, dtype=torch.float64, device=images.device)
+    sums.scatter_add_(1, index.unsqueeze(-1).expand(-1, -1, channels), images.flatten(2).transpose(1, 2).double())
+    return sums / counts.unsqueeze(-1), counts
 
 
 def _check_label_map(images: Tensor, label: Tensor, num_labels: int, name: str) -> None:
