@@ -20,6 +20,8 @@ from triton_s2r.losses import (
     texture_reality_target,
 )
 from triton_s2r.losses.reconstruction import MS_SSIM_BETAS, gaussian_window
+from triton_s2r.losses.settings import LossSettings
+from triton_s2r.losses.surface_consistency import blur_within_labels
 from triton_s2r.models import (
     MultiScaleDiscriminator,
     NeuralTexture,
@@ -116,6 +118,41 @@ def test_surface_consistency_within_clips_compares_only_the_frames_of_a_clip():
     assert per_clip[0] > 0.1
     with pytest.raises(ValueError, match="does not split into clips of 3"):
         surface_consistency_loss(image, uv, label, NUM_LABELS, GRID, sim_clip_frames=3)
+
+
+def test_blur_within_labels_smooths_each_label_without_mixing_its_neighbours():
+    label = torch.ones(1, 32, 32, dtype=torch.long)
+    label[..., 16:] = 2
+    label[..., :2, :] = 0  # a void strip
+    stripes = (torch.arange(32) % 2 * 2 - 1.0).expand(32, 32)  # +-1 by column
+    image = torch.where(label == 1, stripes, 0.5).unsqueeze(1).expand(1, 3, 32, 32).clone()
+    blurred = blur_within_labels(image, label, 2, sigma=1.0)
+    assert blurred.shape == image.shape
+    # Label 2 takes nothing of label 1's stripes or the void's colour.
+    torch.testing.assert_close(blurred[0, :, label[0] == 2], torch.full_like(blurred[0, :, label[0] == 2], 0.5))
+    inside = blurred[0, 0, 4:-4, 4:12]  # label 1, away from its border
+    assert inside.abs().max() < 0.2 * stripes.abs().max()  # the 2-pixel stripes are mostly averaged out
+    assert inside.mean().abs() < 0.05
+
+
+def test_surface_consistency_blur_spares_detail_that_views_sample_differently_not_flicker():
+    # Two views of one surface whose colour is a fine pattern of u, sampled half a pixel apart: consistent
+    # surface colours, yet the splat compares different samples of the pattern and charges its detail.
+    size = 32
+    columns = (torch.arange(size) + 0.5) / size
+    uv = torch.stack([torch.stack([(columns + shift / size).clamp(0, 1).expand(size, size),
+                                   columns.view(-1, 1).expand(size, size)]) for shift in (0.0, 0.5)])
+    label = torch.ones(2, size, size, dtype=torch.long)
+    detail = torch.sin(uv[:, :1] * size * math.pi * 0.9).expand(-1, 3, -1, -1)  # a period of ~2 pixels
+    flicker = 0.2 * uv[:, :1].expand(-1, 3, -1, -1) + torch.tensor([0.0, 0.3]).view(2, 1, 1, 1)
+
+    def loss(image, sigma):
+        return surface_consistency_loss(image, uv, label, 1, size, blur_sigma=sigma).item()
+
+    assert loss(detail, 1.0) < 0.3 * loss(detail, 0.0)
+    assert loss(flicker, 1.0) > 0.8 * loss(flicker, 0.0) > 0.1
+    with pytest.raises(ValueError, match="loss.surface_blur_sigma"):
+        LossSettings(loss_weights={}, surface_blur_sigma=-1.0)
 
 
 def test_surface_consistency_has_finite_gradients_when_all_texels_agree_exactly():

@@ -37,6 +37,9 @@ class LossSettings:
         content_criterion: Ω of the content term (on the content codes).
         surface_grid_size: ℓUC texels per side per label. Reference: 128.
         surface_color_normalization_eps: ℓUC colour normalisation ε_c > 0 (reference code 0.1; None = off, paper).
+        surface_blur_sigma: σ >= 0 in pixels of a blur within each label before ℓUC and its chroma form splat the
+            translation (``surface_consistency.blur_within_labels``), so that detail finer than it, which two
+            views sample differently, is not charged as inconsistency; 0: none (paper).
         texture_reality_target: one of ``TARGETS``: ``"projection"`` (paper: π) or ``"sim_input"`` (reference
             code: x_a[:3]).
         texture_reality_trains: which side ℓTR trains, one of ``TRAINS``: ``"both"`` (paper), ``"texture"``
@@ -65,6 +68,7 @@ class LossSettings:
     content_criterion: str = "l1_ms_ssim"
     surface_grid_size: int = 128
     surface_color_normalization_eps: float | None = None
+    surface_blur_sigma: float = 0.0
     texture_reality_target: str = "projection"
     texture_reality_trains: str = "both"
     surface_losses_from: int = 0
@@ -86,6 +90,8 @@ class LossSettings:
         eps = self.surface_color_normalization_eps
         if eps is not None and not eps > 0:
             raise ValueError(f"loss.surface_color_normalization_eps must be null or > 0, got {eps!r}")
+        if not _is_finite_nonnegative(self.surface_blur_sigma):
+            raise ValueError(f"loss.surface_blur_sigma must be a finite number >= 0, got {self.surface_blur_sigma!r}")
         if not _is_finite_nonnegative(self.r1_gamma):
             raise ValueError(f"loss.r1_gamma must be a finite number >= 0, got {self.r1_gamma!r}")
         weights = {}

@@ -23,18 +23,55 @@ images that see it:
 each texel's hue across views and leaves its shading free; weighted beside ℓUC, it is a consistency prior that
 real shading does not break (docs/lab/results-2026-11-26.md measures both).
 
+``blur_sigma`` > 0 blurs each label's pixels within the label before the splat (``blur_within_labels``): a
+surface with detail finer than a pixel, mapped consistently, still differs between two views where its pixels
+sample it differently (antialiasing under motion), and ℓUC charges that to the detail, so that blurring a
+translation lowers it (``benchmarks/consistency_floor.py`` measures both, docs/method.md §4.3.3). The blur leaves
+the views' colour at the scale of a few pixels to agree, and detail below it free.
+
 Void pixels (label 0) are excluded. Gradients flow into the image only; uv and label are data.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from triton_s2r.models.texture_space import unproject_to_texels
 
 #: ε_c of ``surface_chroma_consistency_loss`` (1 was measured worse: docs/lab/results-2026-11-26.md).
 CHROMA_NORMALIZATION_EPS = 0.1
+
+
+def blur_within_labels(image: Tensor, label: Tensor, num_labels: int, sigma: float) -> Tensor:
+    """A Gaussian blur of each label's pixels over that label's pixels only (a normalised convolution).
+
+    A pixel's blurred colour is the Gaussian-weighted mean of the pixels of its own label around it, so the
+    blur never mixes a surface with what lies beside it (which changes between views).
+
+    Args:
+        image: (B, C, H, W) float.
+        label: (B, H, W) int64 in 0..K.
+        num_labels: K.
+        sigma: σ of the Gaussian, pixels, > 0 (taps out to 3σ).
+
+    Returns:
+        (B, C, H, W) float32.
+    """
+    batch, channels, height, width = image.shape
+    radius = max(1, round(3 * sigma))
+    offsets = torch.arange(-radius, radius + 1, device=image.device, dtype=torch.float32)
+    profile = torch.exp(-0.5 * (offsets / sigma) ** 2)
+    profile = profile / profile.sum()
+    member = F.one_hot(label, num_labels + 1).permute(0, 3, 1, 2).float().unsqueeze(2)  # (B, K+1, 1, H, W)
+    stacked = torch.cat([image.float().unsqueeze(1) * member, member], dim=2).flatten(1, 2)  # (B, (K+1)(C+1), H, W)
+    groups = stacked.shape[1]
+    for kernel, padding in ((profile.view(1, 1, 1, -1), (0, radius)), (profile.view(1, 1, -1, 1), (radius, 0))):
+        stacked = F.conv2d(stacked, kernel.expand(groups, 1, *kernel.shape[2:]), padding=padding, groups=groups)
+    stacked = stacked.view(batch, num_labels + 1, channels + 1, height, width)
+    mean = stacked[:, :, :channels] / stacked[:, :, channels:].clamp(min=1e-6)
+    return (mean * member).sum(dim=1)
 
 
 def surface_consistency_loss(
@@ -48,6 +85,7 @@ def surface_consistency_loss(
     color_normalization_offset: float = 0.0,
     min_views: int = 2,
     sim_clip_frames: int = 1,
+    blur_sigma: float = 0.0,
 ) -> Tensor:
     """ℓUC: weighted std of each texel's colour across the images of the batch.
 
@@ -68,6 +106,7 @@ def surface_consistency_loss(
             ``data.sim_clip_frames``), and ℓUC compares only the images of one clip: the mean over clips of
             each clip's ℓUC. Slow view-dependent change (shading, shadows) then costs little, frame-to-frame
             flicker as much as before. 1: the whole batch (paper).
+        blur_sigma: σ in pixels of ``blur_within_labels`` before the splat; 0: none (paper).
 
     Returns:
         Scalar float32 ≥ 0, unweighted: the mean std over channels and valid texels; 0 (still attached
@@ -75,6 +114,8 @@ def surface_consistency_loss(
     """
     if min_views < 2:
         raise ValueError(f"min_views must be >= 2 (a std needs two views), got {min_views}")
+    if blur_sigma > 0:
+        image = blur_within_labels(image, label, num_labels, blur_sigma)
     n = sim_clip_frames
     if n > 1:
         if image.shape[0] % n:
@@ -106,7 +147,7 @@ def surface_consistency_loss(
 
 
 def surface_chroma_consistency_loss(
-    image: Tensor, uv: Tensor, label: Tensor, num_labels: int, grid_size: int = 128
+    image: Tensor, uv: Tensor, label: Tensor, num_labels: int, grid_size: int = 128, blur_sigma: float = 0.0
 ) -> Tensor:
     """ℓUC of the chromaticity: blind to per-view brightness (shading, shadows), not to hue.
 
@@ -114,4 +155,5 @@ def surface_chroma_consistency_loss(
     ``CHROMA_NORMALIZATION_EPS``); arguments and result as there.
     """
     return surface_consistency_loss(image, uv, label, num_labels, grid_size,
-                                    color_normalization_eps=CHROMA_NORMALIZATION_EPS, color_normalization_offset=1.0)
+                                    color_normalization_eps=CHROMA_NORMALIZATION_EPS, color_normalization_offset=1.0,
+                                    blur_sigma=blur_sigma)

@@ -631,10 +631,12 @@ class TritonSystem(pl.LightningModule):
             if w["surface_consistency"] and surface_losses_on:
                 terms["surface_consistency"] = surface_consistency_loss(
                     out.x_ab_fixed_texture.float(), out.uv, out.label, m.num_labels, s.surface_grid_size,
-                    color_normalization_eps=s.surface_color_normalization_eps, sim_clip_frames=s.sim_clip_frames)
+                    color_normalization_eps=s.surface_color_normalization_eps, sim_clip_frames=s.sim_clip_frames,
+                    blur_sigma=s.surface_blur_sigma)
             if w["surface_chroma_consistency"] and surface_losses_on:
                 terms["surface_chroma_consistency"] = surface_chroma_consistency_loss(
-                    out.x_ab_fixed_texture.float(), out.uv, out.label, m.num_labels, s.surface_grid_size)
+                    out.x_ab_fixed_texture.float(), out.uv, out.label, m.num_labels, s.surface_grid_size,
+                    s.surface_blur_sigma)
             if w["texture_reality"] and surface_losses_on:
                 target = texture_reality_target(out.projection.float(), x_a.float(), s.texture_reality_target)
                 data_range = 2.0 if s.texture_reality_target == "projection" else sim_range
