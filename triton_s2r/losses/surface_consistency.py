@@ -64,7 +64,9 @@ def blur_within_labels(image: Tensor, label: Tensor, num_labels: int, sigma: flo
     offsets = torch.arange(-radius, radius + 1, device=image.device, dtype=torch.float32)
     profile = torch.exp(-0.5 * (offsets / sigma) ** 2)
     profile = profile / profile.sum()
-    member = F.one_hot(label, num_labels + 1).permute(0, 3, 1, 2).float().unsqueeze(2)  # (B, K+1, 1, H, W)
+    # (B, K+1, 1, H, W); a comparison rather than F.one_hot, whose range check would wait for the GPU
+    ids = torch.arange(num_labels + 1, device=label.device).view(1, -1, 1, 1)
+    member = (label.unsqueeze(1) == ids).float().unsqueeze(2)
     stacked = torch.cat([image.float().unsqueeze(1) * member, member], dim=2).flatten(1, 2)  # (B, (K+1)(C+1), H, W)
     groups = stacked.shape[1]
     for kernel, padding in ((profile.view(1, 1, 1, -1), (0, radius)), (profile.view(1, 1, -1, 1), (radius, 0))):
