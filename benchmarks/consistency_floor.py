@@ -37,24 +37,28 @@ from triton_s2r.losses.surface_consistency import surface_consistency_loss
 from triton_s2r.models.texture_space import sample_label_textures
 from triton_s2r.render.gbuffer import GBuffer
 from triton_s2r.render.rasterizer import make_rasterizer
-from triton_s2r.render.scene import load_scene
+from triton_s2r.render.scene import Scene, load_scene
 
 #: Texels per side of the hidden albedo as sampled (finer than any surface's footprint on a 256 px frame).
 ALBEDO_RESOLUTION = 1024
 
 
-def albedo_video(dataset: BenchmarkDataset, sequence: str, supersample: int) -> tuple[Tensor, GBuffer]:
+def albedo_video(dataset: BenchmarkDataset, sequence: str, albedo: Tensor, scene: Scene,
+                 supersample: int) -> tuple[Tensor, GBuffer]:
     """The hidden albedo on a sequence's surfaces, antialiased, and the sequence's G-buffer at frame size.
+
+    Args:
+        dataset: a benchmark dataset.
+        sequence: one of its sequence splits, e.g. ``"sequences/seq_000"``.
+        albedo: (K, 3, R, R) the hidden albedo (``read_hidden_albedo``).
+        scene: the dataset's baked scene.
+        supersample: render factor before the area pooling.
 
     Returns:
         ``(frames, gbuffer)``: (T, 3, H, W) float32 in [0, 1] (void black), and the G-buffer of the UVL files.
     """
-    albedo = read_hidden_albedo(dataset, ALBEDO_RESOLUTION)
-    if albedo is None:
-        raise DatasetError(f"{dataset.root}: no hidden albedo; rebuild it with `triton-s2r make-dataset`")
     height, width = dataset.resolution
     state = load_states(dataset.root / sequence / "states.npz", width, height)
-    scene = load_scene(dataset.root / "assets" / "scene.yaml")
     fine = make_rasterizer("embree").render(scene, state, supersample=supersample)
     texture = sample_label_textures(albedo, fine.uv, fine.label) * (fine.label > 0).unsqueeze(1)
     uvl = dataset.uvl_frames(sequence)
@@ -101,12 +105,16 @@ def measure(dataset: BenchmarkDataset, supersample: int, sigmas: Sequence[float]
     sequences = sorted(s for s in dataset.splits if s.startswith("sequences/"))
     if not sequences:
         raise DatasetError(f"{dataset.root}: no video sequences; build it with `triton-s2r make-dataset`")
+    albedo = read_hidden_albedo(dataset, ALBEDO_RESOLUTION)
+    if albedo is None:
+        raise DatasetError(f"{dataset.root}: no hidden albedo; rebuild it with `triton-s2r make-dataset`")
+    scene = load_scene(dataset.root / "assets" / "scene.yaml")
     count = dataset.labels.num_labels
     titles = {blur: f"ℓUC per label (clips of 2, grid {grid_size}, blur within labels σ={blur:g} px)"
               for blur in loss_blurs}
     per_sequence: dict[str, dict[str, list[list[float]]]] = {}
     for sequence in sequences:
-        frames, gbuffer = albedo_video(dataset, sequence, supersample)
+        frames, gbuffer = albedo_video(dataset, sequence, albedo, scene, supersample)
         photos = dataset.photos(sequence)
         videos = {"albedo, antialiased": frames}
         videos |= {f"albedo, blurred σ={s:g} px": blurred(frames, s) for s in sigmas}

@@ -9,8 +9,7 @@ from pathlib import Path
 #: The measures of ``triton-s2r eval`` in the tables, one column each.
 COLUMNS = ("psnr", "psnr_masked", "ssim", "haarpsi", "haarpsi_masked", "colour_error_masked",
            "colour_error_assigned_masked", "contrast_ratio_masked", "detail_ratio_masked", "texture_psnr",
-           "texture_colour_psnr",
-           "real_label_iou_masked", "surface_consistency", "warp_error")
+           "texture_colour_psnr", "real_label_iou_masked", "surface_consistency", "warp_error")
 #: ``triton-s2r downstream`` measures (``--downstream``): a pose regressor trained on each run's translations,
 #: tested on new states and on the real frames of the states it was trained on (the domain gap alone).
 DOWNSTREAM_COLUMNS = ("joint_error_deg", "joint_error_deg_train_states", "object_position_error_cm")
