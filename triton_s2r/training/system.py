@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import pytorch_lightning as pl
@@ -62,6 +63,7 @@ from triton_s2r.training.callbacks import (
     RandomStates,
     WeightAverage,
 )
+from triton_s2r.training.compile_artifacts import CompileArtifacts
 from triton_s2r.training.ddp import PhaseGradients, check_sigterm_every
 from triton_s2r.training.object_crops import crop_windows, draw_centres, photo_objectness, sim_objectness
 from triton_s2r.training.robot_pairing import RobotViews
@@ -121,6 +123,9 @@ class TritonSystem(pl.LightningModule):
         compile_in_background: with ``compile``, train eagerly from the first batch while a child process
             compiles the same config into Inductor's cache, then compiled from that cache (``BackgroundCompile``;
             single-process runs).
+        compile_cache_file: with ``compile``, a file of compiled pieces to load before the first batch when it
+            exists and to write, merged, when training ends, so that a run on another machine with the same torch
+            and GPU starts from it instead of compiling (``CompileArtifacts``). None = off.
         preview_every_n_batches: batches between image grids in ``previews/`` and W&B (``Previews``).
         robot_pairing_labels: the robot's labels, whose pixels the ``robot_pairing`` term compares (used only when
             its weight or ``texture_pairing``'s is set; docs/method.md §4.7).
@@ -170,6 +175,7 @@ class TritonSystem(pl.LightningModule):
         compile: bool = False,
         compile_mode: str = "default",
         compile_in_background: bool = False,
+        compile_cache_file: str | None = None,
         preview_every_n_batches: int = 250,
         robot_pairing_labels: Sequence[str] = ("robot_base", "robot_arm", "robot_hand"),
         robot_pairing_void: bool = True,
@@ -277,7 +283,10 @@ class TritonSystem(pl.LightningModule):
         h = self.hparams
         average = [WeightAverage(h.ema_decay)] if h.ema_decay else []
         decay = [LearningRateDecay(h.lr_decay_from)] if h.lr_decay_from is not None else []
-        notice = [] if not h.compile else [BackgroundCompile() if h.compile_in_background else CompileNotice()]
+        notice: list[pl.Callback] = []
+        if h.compile:  # the file loads at setup, before the background child or the first batch compiles
+            notice += [CompileArtifacts(Path(h.compile_cache_file))] if h.compile_cache_file else []
+            notice.append(BackgroundCompile() if h.compile_in_background else CompileNotice())
         # In this order at each batch end: the average, the guard (which may stop training), the previews.
         return [*average, NonFiniteGuard(h.max_nonfinite_steps), Previews(h.preview_every_n_batches), RandomStates(),
                 *decay, *notice]
