@@ -11,6 +11,8 @@ Usage::
         --concurrent                                # six runs at once, spread over every visible GPU
     python -m benchmarks.results --data DIR --budget-seconds 1200 --methods triton no_texture --seeds 0 1 2 3 \
         --concurrent --compile      # compiled: one untimed run per method fills the compile cache first
+    python -m benchmarks.results --data DIR --methods triton --concurrent --compile \
+        --compile-cache CACHE       # ... and keeps each row's compiled pieces in CACHE/NAME.bin for other machines
     python -m benchmarks.results --data outputs/data/small --recipe demo --methods triton --seeds 0 1 2 \
         --variant triton_g1 loss.r1_gamma=1 --concurrent    # the README demo's recipe (600 batches), on a GPU
 
@@ -40,6 +42,7 @@ import json
 import os
 import queue
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -185,18 +188,32 @@ def train_once(overrides: list[str], marker: Path, env: dict[str, str]) -> float
     return float(marker.read_text())
 
 
+def compile_cache_file(folder: Path, row: str) -> Path:
+    """The compiled pieces of ``row`` in ``folder``; a new row's file starts as a copy of ``triton``'s, if any.
+
+    Variants are full TRITON with overrides, so most of their pieces are TRITON's; their runs compile only what
+    differs and write their own file.
+    """
+    path, base = (folder / f"{row}.bin").absolute(), folder / "triton.bin"
+    if not path.is_file() and base.is_file():
+        shutil.copyfile(base, path)
+    return path
+
+
 def fill_compile_cache(rows: list[tuple[str, list[str]]], data: str, runs: Path, gpus: Sequence[str | None],
                        threads: int) -> None:
     """Compile each row's step once, all rows at once over the GPUs, in a one-epoch run per row.
 
     Inductor keeps what it compiled on disk (its cache), so the timed runs of the same shapes start in seconds
-    instead of spending minutes of their budget compiling. A row whose warm-up finished before is skipped.
+    instead of spending minutes of their budget compiling. The surface losses join from the second batch, so that
+    the pieces they call compile here too. A row whose warm-up finished before is skipped.
     """
 
     def warm(index: int, name: str, overrides: list[str]) -> None:
         run_dir, gpu = runs / "compile-cache" / name, gpus[index % len(gpus)]
         seconds = train_once([*base_overrides(data, 3600, run_dir, gpu is not None, name == "oracle", True, epochs=1),
-                              *overrides, "data.steps_per_epoch=50"], run_dir / "done.txt", run_env(gpu, threads))
+                              *overrides, "data.steps_per_epoch=50", "loss.surface_losses_from=1"],
+                             run_dir / "done.txt", run_env(gpu, threads))
         print(f"{name}: compiled in a one-epoch run of {seconds:.0f} s", flush=True)
 
     with ThreadPoolExecutor(max_workers=len(rows)) as pool:
@@ -282,17 +299,27 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true",
                         help="GPU: train compiled with CUDA graphs (about twice the eager batches), after one "
                              "untimed one-epoch run per row that fills the compile cache")
+    parser.add_argument("--compile-cache", type=Path, metavar="DIR",
+                        help="with --compile: each row's runs load and write its compiled pieces in DIR/NAME.bin "
+                             "(system.compile_cache_file); a --variant row without a file starts from a copy of "
+                             "DIR/triton.bin. Copy DIR to a fresh machine with the same torch and GPU, and its "
+                             "compile runs take seconds instead of minutes")
     parser.add_argument("--recipe", choices=RECIPES, default="benchmark",
                         help="benchmark: the base recipe above, stopped by --budget-seconds; demo: the README demo's "
                              "training (experiment=demo, 600 batches; full TRITON and its variants only)")
     args = parser.parse_args()
     if args.compile and args.cpu:
         parser.error("--compile is for GPU runs")
+    if args.compile_cache and not args.compile:
+        parser.error("--compile-cache keeps what --compile compiles: add --compile")
     if args.recipe == "demo" and (args.compile or args.downstream or set(args.methods) - {"triton"}):
         parser.error("--recipe demo trains experiment=demo: use --methods triton and --variant rows, without "
                      "--compile and --downstream")
 
     rows = [(method, METHODS[method]) for method in args.methods] + [(v[0], v[1:]) for v in args.variant]
+    if args.compile_cache:
+        rows = [(name, [*overrides, f"system.compile_cache_file={compile_cache_file(args.compile_cache, name)}"])
+                for name, overrides in rows]
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")  # a run's CUDA_VISIBLE_DEVICES names one of these
     gpus = [None] if args.cpu else (visible.split(",") if visible else
                                     [str(i) for i in range(max(1, torch.cuda.device_count()))])

@@ -99,7 +99,12 @@ class CompileArtifacts(pl.Callback):
         """Lightning hook: write what this run compiled (the first rank only; ranks compile the same)."""
         if not trainer.is_global_zero:
             return
-        written = save_compile_artifacts(self.path, self._loaded)
+        try:
+            written = save_compile_artifacts(self.path, self._loaded)
+        except Exception as exc:  # a cache: a run's results never depend on writing it
+            log.warning("system.compile_cache_file: could not write %s (%s: %s); the run's results are unaffected",
+                        self.path, type(exc).__name__, exc)
+            return
         if written:
             log.info("system.compile_cache_file: wrote %d compiled pieces to %s (%.1f MiB)", written, self.path,
                      self.path.stat().st_size / 2**20)
