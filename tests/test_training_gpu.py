@@ -102,6 +102,27 @@ def test_a_background_compile_hands_over_to_the_compiled_step_on_gpu(data: str, 
     assert losses and all(torch.isfinite(torch.tensor(losses)))
 
 
+def test_a_compile_cache_file_serves_a_process_with_empty_caches_on_gpu(data: str, tmp_path, monkeypatch) -> None:
+    """system.compile_cache_file with CUDA graphs: one run writes it, a run with an empty cache compiles nothing.
+
+    After test_compiled_step_trains_on_gpu (file order), the first run takes its pieces from the warm cache.
+    """
+    path = tmp_path / "compiled.bin"
+    args = ["train", *GPU_TINY, "logger=csv", f"data.root={data}", "data.sim_source=render", "system.compile=true",
+            "system.compile_mode=reduce-overhead", f"system.compile_cache_file={path}"]
+    assert main([*args, f"hydra.run.dir={tmp_path / 'a'}"]) == 0
+    assert path.is_file() and "compiled pieces to" in (tmp_path / "a" / "train.log").read_text()
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "empty_inductor_cache"))
+    torch._dynamo.reset()
+    counters = torch._dynamo.utils.counters["inductor"]
+    misses, hits = counters["fxgraph_cache_miss"], counters["fxgraph_cache_hit"]
+    assert main([*args, f"hydra.run.dir={tmp_path / 'b'}"]) == 0
+    assert counters["fxgraph_cache_hit"] > hits
+    assert counters["fxgraph_cache_miss"] == misses  # every graph came from the file
+    assert "compiled pieces from" in (tmp_path / "b" / "train.log").read_text()
+    assert metric_rows(tmp_path / "b")
+
+
 def test_object_windows_train_compiled_with_cuda_graphs(data: str, tmp_path) -> None:
     """loss.loss_weights.object_adversarial on the GPU: D_O compiled with the other networks, R1 at the first batch."""
     run_dir = tmp_path / "objects"
