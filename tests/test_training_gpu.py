@@ -13,7 +13,7 @@ import pytest
 import pytorch_lightning as pl
 import torch
 from hydra import compose, initialize_config_module
-from tiny_assets import metric_rows
+from tiny_assets import metric_rows, train_twice_through_a_compile_cache_file
 
 from benchmarks.startup import HANDOVER
 from triton_s2r.cli import main
@@ -110,17 +110,8 @@ def test_a_compile_cache_file_serves_a_process_with_empty_caches_on_gpu(data: st
     path = tmp_path / "compiled.bin"
     args = ["train", *GPU_TINY, "logger=csv", f"data.root={data}", "data.sim_source=render", "system.compile=true",
             "system.compile_mode=reduce-overhead", f"system.compile_cache_file={path}"]
-    assert main([*args, f"hydra.run.dir={tmp_path / 'a'}"]) == 0
-    assert path.is_file() and "compiled pieces to" in (tmp_path / "a" / "train.log").read_text()
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "empty_inductor_cache"))
-    torch._dynamo.reset()
-    counters = torch._dynamo.utils.counters["inductor"]
-    misses, hits = counters["fxgraph_cache_miss"], counters["fxgraph_cache_hit"]
-    assert main([*args, f"hydra.run.dir={tmp_path / 'b'}"]) == 0
-    assert counters["fxgraph_cache_hit"] > hits
-    assert counters["fxgraph_cache_miss"] == misses  # every graph came from the file
-    assert "compiled pieces from" in (tmp_path / "b" / "train.log").read_text()
-    assert metric_rows(tmp_path / "b")
+    first, second = train_twice_through_a_compile_cache_file(args, tmp_path, monkeypatch)
+    assert "compiled pieces to" in first and "compiled pieces from" in second
 
 
 def test_object_windows_train_compiled_with_cuda_graphs(data: str, tmp_path) -> None:

@@ -1,4 +1,4 @@
-"""The tests' tiny data: the committed dataset, the session's tiny run, a dataset's manifest and a run's CSV log.
+"""The tests' tiny data: the committed dataset, the session's tiny run, manifests, CSV logs, compile cache runs.
 
 ``tests/assets/tiny`` is the tabletop benchmark at test scale, committed so that tests which only read a dataset
 need no ``scenes`` extra; ``scripts/make_test_assets.py`` rebuilds it. Its ``dataset.yaml`` is the source of the
@@ -10,7 +10,10 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import torch
 import yaml
+
+from triton_s2r.cli import main
 
 TINY_DATASET = Path(__file__).resolve().parent / "assets" / "tiny"
 #: The session run (conftest's ``run_dir``): experiment=tiny for one epoch. The resolution schedule steps up within
@@ -29,3 +32,20 @@ def metric_rows(run_dir: Path) -> list[dict[str, str]]:
     """The rows of a run's CSV log (``logger=csv``): every column of the header, '' where a row logged nothing."""
     with (run_dir / "csv" / "version_0" / "metrics.csv").open(newline="") as f:
         return list(csv.DictReader(f))
+
+
+def train_twice_through_a_compile_cache_file(args: list[str], tmp_path: Path, monkeypatch) -> tuple[str, str]:
+    """``triton-s2r ARGS`` (compiled, with ``system.compile_cache_file``) into tmp_path/a, then into tmp_path/b.
+
+    The second run has an empty Inductor cache: checks that it took every graph from the file. Returns both logs.
+    """
+    assert main([*args, f"hydra.run.dir={tmp_path / 'a'}"]) == 0
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "empty_inductor_cache"))
+    torch._dynamo.reset()
+    counters = torch._dynamo.utils.counters["inductor"]
+    misses, hits = counters["fxgraph_cache_miss"], counters["fxgraph_cache_hit"]
+    assert main([*args, f"hydra.run.dir={tmp_path / 'b'}"]) == 0
+    assert counters["fxgraph_cache_hit"] > hits
+    assert counters["fxgraph_cache_miss"] == misses  # every graph came from the file
+    assert metric_rows(tmp_path / "b")
+    return (tmp_path / "a" / "train.log").read_text(), (tmp_path / "b" / "train.log").read_text()
