@@ -124,8 +124,8 @@ class TritonSystem(pl.LightningModule):
             compiles the same config into Inductor's cache, then compiled from that cache (``BackgroundCompile``;
             single-process runs).
         compile_cache_file: with ``compile``, a file of compiled pieces to load before the first batch when it
-            exists and to write, merged, when training ends, so that a run on another machine with the same torch
-            and GPU starts from it instead of compiling (``CompileArtifacts``). None = off.
+            exists and to write when training ends if the run had to compile any, so that a run on another machine
+            with the same torch and GPU starts from it instead of compiling (``CompileArtifacts``). None = off.
         preview_every_n_batches: batches between image grids in ``previews/`` and W&B (``Previews``).
         robot_pairing_labels: the robot's labels, whose pixels the ``robot_pairing`` term compares (used only when
             its weight or ``texture_pairing``'s is set; docs/method.md §4.7).
