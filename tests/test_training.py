@@ -77,6 +77,18 @@ def test_every_experiment_composes_and_builds(experiment: str) -> None:
         assert system.loss_weights["cycle"] == 10 and len(system.discriminator_real.scales) == 1
 
 
+@pytest.mark.parametrize("scale", ["tiny", "demo"])
+@pytest.mark.parametrize("experiment", [e for e in EXPERIMENTS if e not in ("tiny", "demo")])
+def test_every_experiment_builds_at_the_small_scales(scale: str, experiment: str) -> None:
+    """experiment=[SCALE,EXPERIMENT]: the scale's sizes do not leak into the experiment's own choices."""
+    system = build_system(composed([f"experiment=[{scale},{experiment}]"]))
+    texture = system.model.texture
+    if experiment == "raster_texture":
+        assert type(texture).__name__ == "RasterTexture"
+    else:  # the scale's narrow texture: tiny's tiles, demo's activations kept
+        assert (texture.tile_size, texture.recompute) == ((1024, True) if scale == "tiny" else (4096, False))
+
+
 def test_learning_rates_of_the_optimisers_follow_their_factors() -> None:
     system = build_system(composed(["system.lr=2e-4", "system.discriminator_lr_factor=4"]))
     opt_g, opt_d = system.configure_optimizers()
