@@ -25,7 +25,8 @@ paired ``oracle`` reads the UVL frames and photos of train_real. Runs go to the 
 (``CUDA_VISIBLE_DEVICES``); without ``--concurrent`` each GPU trains one run at a time. Writes a markdown
 file (``RUNS/results.md`` by default, beside the runs) with the card, command, date and commit: one row per run, and
 with several seeds the mean and standard deviation of each method over them; with ``--pictures`` also the first
-seed's translations of three test frames and its textures (``benchmarks.pictures``). Rerun with the same
+seed's translations of three test frames and its textures (``benchmarks.pictures``). The file is written again as
+each run finishes, marked partial until the last has (so a session that ends early keeps what finished). Rerun with the same
 ``--runs`` after an interruption, it keeps every run that finished training (and every evaluation that finished)
 and redoes only the rest. A run that fails (its card out of memory, say) stops no other: the table holds the runs that
 finished and names the failed ones with the reason, and the command exits with an error. With ``--concurrent --compile``
@@ -47,7 +48,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import torch
@@ -353,29 +354,37 @@ def main() -> None:
                                    args.downstream, args.compile, args.recipe) for run, gpu in runs]
         else:
             futures = [pool.submit(on_next_free_gpu, run) for run, _ in runs]
-        outcomes: list[Outcome] = []
+        header = (
+            f"# Results\n\n- card: {machine()} x{len(gpus)}\n- command: `python -m benchmarks.results "
+            f"{' '.join(shlex.quote(a) for a in sys.argv[1:])}`\n- date: {datetime.date.today().isoformat()}, "
+            f"commit {commit()}\n- dataset: {args.data}; "
+            + (f"budget {args.budget_seconds} s of training per run" if args.recipe == "benchmark" else
+               "the README demo's training per run (`experiment=demo`, 600 batches unless a row overrides them: see "
+               "the batches column)") + "\n\n")
+        columns = COLUMNS + (DOWNSTREAM_COLUMNS if args.downstream else ())
+        out = args.out or args.runs / "results.md"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        finished: dict[int, Outcome] = {}  # by the run's place in ``runs``, the table's order
         failures: list[tuple[Run, str]] = []
-        for (run, _), future in zip(runs, futures, strict=True):
+        index = {future: i for i, future in enumerate(futures)}
+        for future in as_completed(futures):
+            run = runs[index[future]][0]
             try:
-                outcomes.append(future.result())
+                finished[index[future]] = future.result()
             except subprocess.CalledProcessError as error:  # one run's failure (e.g. memory) spoils no other run
                 failures.append((run, failure_reason(run, error)))
                 print(f"{run.name}, seed {run.seed} failed: {failures[-1][1]}", flush=True)
+            outcomes = [finished[i] for i in sorted(finished)]
+            if outcomes and len(outcomes) + len(failures) < len(runs):  # what finished, kept if time runs out
+                partial = f"**Partial: {len(outcomes)} of {len(runs)} runs finished.**\n\n"
+                with atomic_write(out) as tmp:
+                    tmp.write_text(report(header + partial, outcomes, failures, columns, ""))
+    outcomes = [finished[i] for i in sorted(finished)]
     if not outcomes:
         sys.exit("every run failed:\n" + failures_section(failures))
     references_text = references.result() if references is not None else ""
     references_pool.shutdown()
-    header = (
-        f"# Results\n\n- card: {machine()} x{len(gpus)}\n- command: `python -m benchmarks.results "
-        f"{' '.join(shlex.quote(a) for a in sys.argv[1:])}`\n- date: {datetime.date.today().isoformat()}, "
-        f"commit {commit()}\n- dataset: {args.data}; "
-        + (f"budget {args.budget_seconds} s of training per run" if args.recipe == "benchmark" else
-           "the README demo's training per run (`experiment=demo`, 600 batches unless a row overrides them: see "
-           "the batches column)") + "\n\n")
-    text = report(header, outcomes, failures, COLUMNS + (DOWNSTREAM_COLUMNS if args.downstream else ()),
-                  references_text)
-    out = args.out or args.runs / "results.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
+    text = report(header, outcomes, failures, columns, references_text)
     with atomic_write(out) as tmp:
         tmp.write_text(text)
     print(text)

@@ -149,3 +149,39 @@ def test_downstream_references_reuse_the_files_a_call_left_and_train_the_others(
     section = results.downstream_references("DATA", [0, 1], tmp_path, {})
     assert trained == [["sim", "--seed", "1"]]
     assert "| real | 1 | 61.0000 | 40.0000 | 25.0000 |" in section and "| sim | 1 | 80.0000 |" in section
+
+
+def test_the_table_is_written_as_runs_finish_and_whole_at_the_end(tmp_path, monkeypatch) -> None:
+    """benchmarks.results' main: a partial table once the first run finishes, kept if the call ends there."""
+    import sys
+    import threading
+    import time
+
+    from benchmarks import results
+
+    metrics = {"surface_consistency_real": 0.05, "warp_error_real": 0.06, "texture_psnr_constant": 13.0}
+    out, first_done, seen = tmp_path / "table.md", threading.Event(), {}
+
+    def train_and_evaluate(run: Run, *args, **kwargs) -> Outcome:
+        if run.seed == 1:  # finishes second: it reads what the first left
+            assert first_done.wait(30)
+            for _ in range(300):  # main writes the partial table after collecting seed 0
+                if out.is_file():
+                    break
+                time.sleep(0.1)
+            seen["partial"] = out.read_text()
+        outcome = Outcome(run, {**metrics, "psnr": 21.0 + run.seed}, 900.0, 880, [])
+        if run.seed == 0:
+            first_done.set()
+        return outcome
+
+    monkeypatch.setattr(results, "train_and_evaluate", train_and_evaluate)
+    monkeypatch.setattr(sys, "argv", ["results", "--data", str(tmp_path), "--cpu", "--concurrent", "--methods",
+                                      "triton", "--seeds", "1", "0", "--runs", str(tmp_path / "runs"),
+                                      "--out", str(out)])
+    results.main()
+    assert "**Partial: 1 of 2 runs finished.**" in seen["partial"]
+    assert "| triton | 0 | 21.0000 |" in seen["partial"] and "| triton | 1 | 22.0000" not in seen["partial"]
+    final = out.read_text()
+    assert "Partial" not in final
+    assert final.index("| triton | 1 | 22.0000") < final.index("| triton | 0 | 21.0000")  # the seeds' order as given
