@@ -22,17 +22,17 @@ the same dataset. With ``--recipe demo`` each run is instead the README demo's t
 600 batches of whole frames at 96 px; no time budget), for many seeds of the CPU main job at once on a GPU. The unpaired
 methods render their sim batches in the loop on a GPU (train_sim states); the
 paired ``oracle`` reads the UVL frames and photos of train_real. Runs go to the visible GPUs in turn
-(``CUDA_VISIBLE_DEVICES``); without ``--concurrent`` each GPU trains one run at a time. Writes a markdown
-file (``RUNS/results.md`` by default, beside the runs) with the card, command, date and commit: one row per run, and
-with several seeds the mean and standard deviation of each method over them; with ``--pictures`` also the first
-seed's translations of three test frames and its textures (``benchmarks.pictures``). The file is written again as
-each run finishes, marked partial until the last has (so a session that ends early keeps what finished). Rerun with the same
-``--runs`` after an interruption, it keeps every run that finished training (and every evaluation that finished)
-and redoes only the rest. A run that fails (its card out of memory, say) stops no other: the table holds the runs that
-finished and names the failed ones with the reason, and the command exits with an error. With ``--concurrent --compile``
-it first checks, from the compile runs' peak memory, that every GPU holds its runs at once, and stops with advice
-before the timed runs if one does not (a compiled ``triton`` run of this recipe holds about 14.5 GiB: nine fit a
-140 GiB card, twelve do not; ``no_texture`` and ``oracle`` runs hold less).
+(``CUDA_VISIBLE_DEVICES``); without ``--concurrent`` each GPU trains one run at a time. Writes a markdown file
+(``RUNS/results.md`` by default, beside the runs) with the card, command, date and commit: one row per run, and with
+several seeds the mean and standard deviation of each method over them; with ``--pictures`` also the first seed's
+translations of three test frames and its textures (``benchmarks.pictures``). The file is written again as each run
+finishes, marked partial until the last has (so a session that ends early keeps what finished). Rerun with the same
+``--runs`` after an interruption, it keeps every run that finished training (and every evaluation that finished) and
+redoes only the rest. A run that fails (its card out of memory, say) stops no other: the table holds the runs that
+finished and names the failed ones with the reason, and the command exits with an error. With ``--concurrent
+--compile`` it first checks, from the compile runs' peak memory, that every GPU holds its runs at once, and stops
+with advice before the timed runs if one does not (a compiled ``triton`` run of this recipe holds about 14.5 GiB:
+nine fit a 140 GiB card, twelve do not; ``no_texture`` and ``oracle`` runs hold less).
 """
 
 from __future__ import annotations
