@@ -374,12 +374,11 @@ def main() -> None:
             except subprocess.CalledProcessError as error:  # one run's failure (e.g. memory) spoils no other run
                 failures.append((run, failure_reason(run, error)))
                 print(f"{run.name}, seed {run.seed} failed: {failures[-1][1]}", flush=True)
-            outcomes = [finished[i] for i in sorted(finished)]
+            outcomes = [finished[i] for i in sorted(finished)]  # after the last run: all of them
             if outcomes and len(outcomes) + len(failures) < len(runs):  # what finished, kept if time runs out
                 partial = f"**Partial: {len(outcomes)} of {len(runs)} runs finished.**\n\n"
                 with atomic_write(out) as tmp:
                     tmp.write_text(report(header + partial, outcomes, failures, columns, ""))
-    outcomes = [finished[i] for i in sorted(finished)]
     if not outcomes:
         sys.exit("every run failed:\n" + failures_section(failures))
     references_text = references.result() if references is not None else ""

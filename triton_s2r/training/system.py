@@ -283,13 +283,13 @@ class TritonSystem(pl.LightningModule):
         h = self.hparams
         average = [WeightAverage(h.ema_decay)] if h.ema_decay else []
         decay = [LearningRateDecay(h.lr_decay_from)] if h.lr_decay_from is not None else []
-        notice: list[pl.Callback] = []
+        compiled: list[pl.Callback] = []
         if h.compile:  # the file loads at setup, before the background child or the first batch compiles
-            notice += [CompileArtifacts(Path(h.compile_cache_file))] if h.compile_cache_file else []
-            notice.append(BackgroundCompile() if h.compile_in_background else CompileNotice())
+            compiled += [CompileArtifacts(Path(h.compile_cache_file))] if h.compile_cache_file else []
+            compiled.append(BackgroundCompile() if h.compile_in_background else CompileNotice())
         # In this order at each batch end: the average, the guard (which may stop training), the previews.
         return [*average, NonFiniteGuard(h.max_nonfinite_steps), Previews(h.preview_every_n_batches), RandomStates(),
-                *decay, *notice]
+                *decay, *compiled]
 
     def setup(self, stage: str) -> None:
         """Lightning hook: ``attach_data`` with the trainer's datamodule, on this rank's device."""
