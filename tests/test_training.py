@@ -21,7 +21,7 @@ from tiny_assets import metric_rows
 
 from triton_s2r.cli import main
 from triton_s2r.data.datamodule import ClipSampler, EpochSampler, TritonDataModule
-from triton_s2r.train import build, build_system
+from triton_s2r.train import build, build_system, chosen_experiments
 from triton_s2r.training.callbacks import CompileNotice, LearningRateDecay, NonFiniteLossError
 from triton_s2r.utils.cuda_memory import ALLOCATOR_ENV
 
@@ -87,6 +87,17 @@ def test_every_experiment_builds_at_the_small_scales(scale: str, experiment: str
         assert type(texture).__name__ == "RasterTexture"
     else:  # the scale's narrow texture: tiny's tiles, demo's activations kept
         assert (texture.tile_size, texture.recompute) == ((1024, True) if scale == "tiny" else (4096, False))
+
+
+def test_a_scale_after_another_experiment_is_refused(data_root, tmp_path, capsys) -> None:
+    """experiment=[raster_texture,tiny] would train tiny's neural texture: refused, naming the order that works."""
+    out = tmp_path / "order"
+    assert main(["train", "experiment=[raster_texture,tiny]", f"data.root={data_root}", f"hydra.run.dir={out}"]) == 2
+    err = capsys.readouterr().err
+    assert "the scale (tiny) must come first" in err and "write experiment=[tiny,raster_texture]" in err
+    assert not (out / "config.yaml").exists()
+    assert chosen_experiments(["seed=1", "experiment=[tiny,raster_texture]"]) == ["tiny", "raster_texture"]
+    assert chosen_experiments(["experiment=demo"]) == ["demo"] and chosen_experiments(["seed=1"]) == []
 
 
 def test_learning_rates_of_the_optimisers_follow_their_factors() -> None:

@@ -23,6 +23,7 @@ import hydra
 import pytorch_lightning as pl
 import torch
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -31,7 +32,7 @@ from pytorch_lightning.plugins import TorchCheckpointIO
 from pytorch_lightning.utilities import rank_zero_only
 
 from triton_s2r.losses.settings import LossSettings
-from triton_s2r.runs.config import ConfigError, build_model, check_training_config, config_diff
+from triton_s2r.runs.config import ConfigError, build_model, check_experiment_order, check_training_config, config_diff
 from triton_s2r.runs.run_dir import BEST, EPOCH_PATTERN, CheckpointError, RunDir, load_checkpoint
 from triton_s2r.tabletop.dataset import make_dataset
 from triton_s2r.training.callbacks import NonFiniteLossError, time_budget
@@ -174,6 +175,20 @@ def _log_to_run() -> None:
             logger.removeHandler(handler)
 
 
+def chosen_experiments(task_overrides: list[str]) -> list[str]:
+    """The experiments of the command line in order: ``experiment=a`` gives ``[a]``, ``experiment=[a,b]`` ``[a, b]``.
+
+    (Hydra's ``runtime.choices`` names a single experiment only.)
+    """
+    for override in OverridesParser.create().parse_overrides(list(task_overrides)):
+        if override.key_or_group == "experiment" and not override.is_delete():
+            value = override.value()
+            if value is None:
+                return []
+            return [str(name) for name in value] if isinstance(value, list) else [str(value)]
+    return []
+
+
 def train(cfg: DictConfig) -> Path:
     """Run one training job; returns the run directory.
 
@@ -184,7 +199,9 @@ def train(cfg: DictConfig) -> Path:
     hydra_config = HydraConfig.get()
     run = RunDir(Path(hydra_config.runtime.output_dir))
     _log_to_run()
-    if hydra_config.runtime.choices.get("experiment") is None and not torch.cuda.is_available():
+    experiments = chosen_experiments(list(hydra_config.overrides.task))
+    check_experiment_order(experiments)
+    if not experiments and not torch.cuda.is_available():
         log.warning("no experiment given and no GPU: the reference networks train at about a minute per batch on a "
                     "CPU; for a CPU run pass experiment=demo (minutes) or experiment=tiny (seconds)")
     check_training_config(cfg)

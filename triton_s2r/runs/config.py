@@ -174,6 +174,27 @@ def config_diff(saved: DictConfig, new: DictConfig) -> list[str]:
     return lines
 
 
+#: Experiments that set the scale (networks, texture, data, trainer); in a list of experiments they come first, since
+#: a later experiment's choices win (``[raster_texture,tiny]`` would train tiny's neural texture).
+SCALE_EXPERIMENTS = ("tiny", "demo", "paper")
+
+
+def check_experiment_order(experiments: list[str]) -> None:
+    """Refuse a list of experiments whose scale (``SCALE_EXPERIMENTS``) is not the first.
+
+    Raises:
+        ConfigError: naming the list and the order that works.
+    """
+    late = [name for name in experiments[1:] if name in SCALE_EXPERIMENTS]
+    if late:
+        given = ",".join(experiments)
+        order = ",".join([late[0]] + [name for name in experiments if name != late[0]])
+        raise ConfigError(
+            f"experiment=[{given}]: the scale ({late[0]}) must come first, since a later experiment's choices win "
+            f"(here {late[0]} would undo the others' texture or networks); write experiment=[{order}]"
+        )
+
+
 #: (key, smallest allowed value, integer only) of the training config's numbers.
 _BOUNDS = (
     ("data.batch_size", 1, True), ("data.steps_per_epoch", 1, True), ("data.num_workers", 0, True),
