@@ -180,7 +180,7 @@ def chosen_experiments(task_overrides: list[str]) -> list[str]:
 
     (Hydra's ``runtime.choices`` names a single experiment only.)
     """
-    for override in OverridesParser.create().parse_overrides(list(task_overrides)):
+    for override in OverridesParser.create().parse_overrides(task_overrides):
         if override.key_or_group == "experiment" and not override.is_delete():
             value = override.value()
             if value is None:
