@@ -13,6 +13,8 @@ Usage::
         --concurrent --compile      # compiled: one untimed run per method fills the compile cache first
     python -m benchmarks.results --data DIR --methods triton --concurrent --compile \
         --compile-cache CACHE       # ... and keeps each row's compiled pieces in CACHE/NAME.bin for other machines
+    python -m benchmarks.results --data DIR --budget-seconds 1200 --methods triton oracle --seeds 0 1 \
+        --concurrent --compile --compile-in-background   # no untimed runs: each trains eagerly while it compiles
     python -m benchmarks.results --data outputs/data/small --recipe demo --methods triton --seeds 0 1 2 \
         --variant triton_g1 loss.r1_gamma=1 --concurrent    # the README demo's recipe (600 batches), on a GPU
 
@@ -30,9 +32,10 @@ finishes, marked partial until the last has (so a session that ends early keeps 
 ``--runs`` after an interruption, it keeps every run that finished training (and every evaluation that finished) and
 redoes only the rest. A run that fails (its card out of memory, say) stops no other: the table holds the runs that
 finished and names the failed ones with the reason, and the command exits with an error. With ``--concurrent
---compile`` it first checks, from the compile runs' peak memory, that every GPU holds its runs at once, and stops
-with advice before the timed runs if one does not (a compiled ``triton`` run of this recipe holds about 14.5 GiB:
-nine fit a 140 GiB card, twelve do not; ``no_texture`` and ``oracle`` runs hold less).
+--compile`` (not ``--compile-in-background``) it first checks, from the compile runs' peak memory, that every GPU
+holds its runs at once, and stops with advice before the timed runs if one does not (a compiled ``triton`` run of
+this recipe holds about 14.5 GiB: nine fit a 140 GiB card, twelve do not; ``no_texture`` and ``oracle`` runs hold
+less).
 """
 
 from __future__ import annotations
@@ -305,6 +308,10 @@ def main() -> None:
                              "(system.compile_cache_file); a --variant row without a file starts from a copy of "
                              "DIR/triton.bin. Copy DIR to a fresh machine with the same torch and GPU, and its "
                              "compile runs take seconds instead of minutes")
+    parser.add_argument("--compile-in-background", action="store_true",
+                        help="with --compile: no untimed compile runs first; every run trains eagerly from its first "
+                             "second while a child process compiles its pieces (system.compile_in_background), so "
+                             "its budget includes the compile, as a first run on a fresh machine does")
     parser.add_argument("--recipe", choices=RECIPES, default="benchmark",
                         help="benchmark: the base recipe above, stopped by --budget-seconds; demo: the README demo's "
                              "training (experiment=demo, 600 batches; full TRITON and its variants only)")
@@ -313,6 +320,8 @@ def main() -> None:
         parser.error("--compile is for GPU runs")
     if args.compile_cache and not args.compile:
         parser.error("--compile-cache keeps what --compile compiles: add --compile")
+    if args.compile_in_background and not args.compile:
+        parser.error("--compile-in-background is a way to --compile: add --compile")
     if args.recipe == "demo" and (args.compile or args.downstream or set(args.methods) - {"triton"}):
         parser.error("--recipe demo trains experiment=demo: use --methods triton and --variant rows, without "
                      "--compile and --downstream")
@@ -321,6 +330,8 @@ def main() -> None:
     if args.compile_cache:
         rows = [(name, [*overrides, f"system.compile_cache_file={compile_cache_file(args.compile_cache, name)}"])
                 for name, overrides in rows]
+    if args.compile_in_background:
+        rows = [(name, [*overrides, "system.compile_in_background=true"]) for name, overrides in rows]
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")  # a run's CUDA_VISIBLE_DEVICES names one of these
     gpus = [None] if args.cpu else (visible.split(",") if visible else
                                     [str(i) for i in range(max(1, torch.cuda.device_count()))])
@@ -332,7 +343,7 @@ def main() -> None:
     references_pool = ThreadPoolExecutor(max_workers=1)
     references = (references_pool.submit(downstream_references, args.data, args.seeds, args.runs,
                                           run_env(gpus[0], threads)) if args.downstream else None)
-    if args.compile:
+    if args.compile and not args.compile_in_background:
         fill_compile_cache(rows, args.data, args.runs, gpus, threads)
         if args.concurrent:
             check_memory(runs, args.runs, gpus)

@@ -185,3 +185,43 @@ def test_the_table_is_written_as_runs_finish_and_whole_at_the_end(tmp_path, monk
     final = out.read_text()
     assert "Partial" not in final
     assert final.index("| triton | 1 | 22.0000") < final.index("| triton | 0 | 21.0000")  # the seeds' order as given
+
+
+def test_compile_in_background_skips_the_untimed_compile_runs(tmp_path, monkeypatch) -> None:
+    """--compile --compile-in-background: every run carries the option, and no compile run comes first."""
+    import sys
+
+    from benchmarks import results
+
+    trained: list[Run] = []
+
+    def train_and_evaluate(run: Run, *args, **kwargs) -> Outcome:
+        trained.append(run)
+        return Outcome(run, {"psnr": 21.0, "surface_consistency_real": 0.05, "warp_error_real": 0.06,
+                             "texture_psnr_constant": 13.0}, 900.0, 880, [])
+
+    def fill_compile_cache(*args, **kwargs) -> None:
+        raise AssertionError("no untimed compile runs with --compile-in-background")
+
+    monkeypatch.setattr(results, "train_and_evaluate", train_and_evaluate)
+    monkeypatch.setattr(results, "fill_compile_cache", fill_compile_cache)
+    monkeypatch.setattr(sys, "argv", ["results", "--data", str(tmp_path), "--concurrent", "--compile",
+                                      "--compile-in-background", "--methods", "triton", "oracle",
+                                      "--variant", "v", "loss.r1_gamma=1", "--runs", str(tmp_path / "runs")])
+    results.main()
+    assert sorted(run.name for run in trained) == ["oracle", "triton", "v"]
+    assert all(run.overrides[-1] == "system.compile_in_background=true" for run in trained)
+    assert "loss.r1_gamma=1" in next(run for run in trained if run.name == "v").overrides
+
+
+def test_compile_in_background_needs_compile(tmp_path, monkeypatch, capsys) -> None:
+    import sys
+
+    import pytest
+
+    from benchmarks import results
+
+    monkeypatch.setattr(sys, "argv", ["results", "--data", str(tmp_path), "--compile-in-background"])
+    with pytest.raises(SystemExit):
+        results.main()
+    assert "--compile-in-background is a way to --compile: add --compile" in capsys.readouterr().err
