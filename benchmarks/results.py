@@ -302,7 +302,7 @@ def main() -> None:
                         help="an extra row: NAME, then Hydra overrides added to full TRITON's (repeatable)")
     parser.add_argument("--compile", action="store_true",
                         help="GPU: train compiled with CUDA graphs (about twice the eager batches), after one "
-                             "untimed one-epoch run per row that fills the compile cache")
+                             "untimed one-epoch run per row that fills the compile cache (see --compile-in-background)")
     parser.add_argument("--compile-cache", type=Path, metavar="DIR",
                         help="with --compile: each row's runs load and write its compiled pieces in DIR/NAME.bin "
                              "(system.compile_cache_file); a --variant row without a file starts from a copy of "
