@@ -14,6 +14,9 @@ from benchmarks.result_tables import (
     summary_table,
 )
 
+#: The real frames' and the constant texture's levels that a report names beside its tables.
+REFERENCE_LEVELS = {"surface_consistency_real": 0.05, "warp_error_real": 0.06, "texture_psnr_constant": 13.0}
+
 
 def outcome(name: str, seed: int, psnr: float, batches: int, curves: list[dict] | None = None,
             by_label: dict | None = None) -> Outcome:
@@ -117,8 +120,7 @@ def test_memory_shortfalls_name_the_gpus_that_cannot_hold_their_runs() -> None:
 def test_report_holds_every_section_and_the_failed_runs() -> None:
     from benchmarks.result_tables import report
 
-    metrics = {"surface_consistency_real": 0.05, "warp_error_real": 0.06, "texture_psnr_constant": 13.0}
-    done = [Outcome(Run("triton", s, (), Path(f"t{s}")), {**metrics, "psnr": 21.0 + s}, 900.0, 880, [])
+    done = [Outcome(Run("triton", s, (), Path(f"t{s}")), {**REFERENCE_LEVELS, "psnr": 21.0 + s}, 900.0, 880, [])
             for s in (0, 1)]
     text = report("# Results\n\n", done, [(Run("triton", 2, (), Path("t2")), "out of GPU memory")], ("psnr",), "")
     assert text.startswith("# Results\n\nPSNR and SSIM") and "own levels are 0.0500 and 0.0600" in text
@@ -159,7 +161,6 @@ def test_the_table_is_written_as_runs_finish_and_whole_at_the_end(tmp_path, monk
 
     from benchmarks import results
 
-    metrics = {"surface_consistency_real": 0.05, "warp_error_real": 0.06, "texture_psnr_constant": 13.0}
     out, first_done, seen = tmp_path / "table.md", threading.Event(), {}
 
     def train_and_evaluate(run: Run, *args, **kwargs) -> Outcome:
@@ -170,7 +171,7 @@ def test_the_table_is_written_as_runs_finish_and_whole_at_the_end(tmp_path, monk
                     break
                 time.sleep(0.1)
             seen["partial"] = out.read_text()
-        outcome = Outcome(run, {**metrics, "psnr": 21.0 + run.seed}, 900.0, 880, [])
+        outcome = Outcome(run, {**REFERENCE_LEVELS, "psnr": 21.0 + run.seed}, 900.0, 880, [])
         if run.seed == 0:
             first_done.set()
         return outcome
@@ -197,8 +198,7 @@ def test_compile_in_background_skips_the_untimed_compile_runs(tmp_path, monkeypa
 
     def train_and_evaluate(run: Run, *args, **kwargs) -> Outcome:
         trained.append(run)
-        return Outcome(run, {"psnr": 21.0, "surface_consistency_real": 0.05, "warp_error_real": 0.06,
-                             "texture_psnr_constant": 13.0}, 900.0, 880, [])
+        return Outcome(run, {**REFERENCE_LEVELS, "psnr": 21.0}, 900.0, 880, [])
 
     def fill_compile_cache(*args, **kwargs) -> None:
         raise AssertionError("no untimed compile runs with --compile-in-background")
