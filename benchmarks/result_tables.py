@@ -68,24 +68,30 @@ def mean_and_spread(values: list[float | None]) -> str:
     return f"{statistics.fmean(present):.4f} ± {statistics.stdev(present):.4f}"
 
 
-def quarter_and_end(curve: list[dict], key: str = "val/psnr") -> tuple[float, float] | None:
-    """``key`` at the last validation within the first quarter of the run's wall time, and at its end."""
+def curve_points(curve: list[dict], key: str = "val/psnr") -> tuple[float, float, float, float] | None:
+    """``key`` early, at its best and at the end of a run's validation curve.
+
+    Returns (the value at the last validation within the first quarter of the run's wall time, the best value,
+    the wall time of that best in s, the value at the end); a best well above the end is a late decline.
+    """
     points = [(row["wall_s"], row[key]) for row in curve if key in row]
     if len(points) < 2:
         return None
     early = [value for wall, value in points if wall <= points[-1][0] / 4] or [points[0][1]]
-    return early[-1], points[-1][1]
+    best_wall, best = max(points, key=lambda point: point[1])
+    return early[-1], best, best_wall, points[-1][1]
 
 
 def curves_table(outcomes: list[Outcome]) -> str:
-    """Per run: validation PSNR and PSNR_masked after a quarter of the training time and at the end."""
-    lines = ["| method | seed | val/psnr at 1/4 | at the end | val/psnr_masked at 1/4 | at the end |",
-             "|---|---|---|---|---|---|"]
+    """Per run: validation PSNR and PSNR_masked after a quarter of the training time, at their best and at the end."""
+    lines = ["| method | seed | val/psnr at 1/4 | best (at s) | at the end | val/psnr_masked at 1/4 | best (at s) "
+             "| at the end |", "|---|---|---|---|---|---|---|---|"]
     for o in outcomes:
         cells = []
         for key in ("val/psnr", "val/psnr_masked"):
-            pair = quarter_and_end(o.curves, key)
-            cells += ["n/a", "n/a"] if pair is None else [f"{pair[0]:.2f}", f"{pair[1]:.2f}"]
+            points = curve_points(o.curves, key)
+            cells += (["n/a"] * 3 if points is None
+                      else [f"{points[0]:.2f}", f"{points[1]:.2f} ({points[2]:.0f})", f"{points[3]:.2f}"])
         lines.append(f"| {o.run.name} | {o.run.seed} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -154,7 +160,7 @@ def report(header: str, outcomes: list[Outcome], failures: list[tuple[Run, str]]
         + failures_section(failures) +
         f"Mean ± standard deviation over seeds:\n\n{summary_table(outcomes)}\n\n"
         f"Every run:\n\n" + "\n".join(per_run) + "\n\n" + references +
-        f"Validation during training (`RUN/curves.csv`), a quarter of the way and at the end:\n\n"
+        f"Validation during training (`RUN/curves.csv`), a quarter of the way, at its best and at the end:\n\n"
         f"{curves_table(outcomes)}\n\n"
         f"PSNR per label (dB, `psnr_by_label`, mean over seeds):\n\n"
         f"{by_label_table(outcomes, 'psnr_by_label', 2)}\n\n"

@@ -8,9 +8,9 @@ from benchmarks.result_tables import (
     Outcome,
     Run,
     by_label_table,
+    curve_points,
     curves_table,
     mean_and_spread,
-    quarter_and_end,
     summary_table,
 )
 
@@ -30,13 +30,14 @@ def test_mean_and_spread_over_seeds() -> None:
     assert mean_and_spread([20.0, None]) == "n/a"  # a run without the measure: no mean that hides it
 
 
-def test_quarter_and_end_read_the_runs_own_clock() -> None:
+def test_curve_points_read_the_runs_own_clock_and_find_a_late_decline() -> None:
     # A run resumed across calls: wall_s goes on from the checkpoint, so the quarter is of the whole run.
     curve = [{"wall_s": 100.0, "val/psnr": 18.0}, {"wall_s": 290.0, "val/psnr": 19.0},
-             {"wall_s": 700.0, "val/psnr": 20.0}, {"wall_s": 1200.0, "val/psnr": 21.0}]
-    assert quarter_and_end(curve) == (19.0, 21.0)
-    assert quarter_and_end([{"wall_s": 500.0, "val/psnr": 18.0}, {"wall_s": 600.0, "val/psnr": 19.0}]) == (18.0, 19.0)
-    assert quarter_and_end(curve[:1]) is None
+             {"wall_s": 700.0, "val/psnr": 21.5}, {"wall_s": 1200.0, "val/psnr": 21.0}]
+    assert curve_points(curve) == (19.0, 21.5, 700.0, 21.0)
+    assert curve_points([{"wall_s": 500.0, "val/psnr": 18.0}, {"wall_s": 600.0, "val/psnr": 19.0}]) == (
+        18.0, 19.0, 600.0, 19.0)
+    assert curve_points(curve[:1]) is None
 
 
 def test_summary_groups_seeds_by_row_in_order() -> None:
@@ -52,8 +53,8 @@ def test_curves_table_marks_runs_without_curves() -> None:
     curve = [{"wall_s": 10.0, "val/psnr": 15.0, "val/psnr_masked": 10.0},
              {"wall_s": 40.0, "val/psnr": 16.5, "val/psnr_masked": 11.25}]
     lines = curves_table([outcome("triton", 0, 20.0, 10, curve), outcome("triton", 1, 20.0, 10)]).splitlines()
-    assert lines[2] == "| triton | 0 | 15.00 | 16.50 | 10.00 | 11.25 |"
-    assert lines[3] == "| triton | 1 | n/a | n/a | n/a | n/a |"
+    assert lines[2] == "| triton | 0 | 15.00 | 16.50 (40) | 16.50 | 10.00 | 11.25 (40) | 11.25 |"
+    assert lines[3] == "| triton | 1 | n/a | n/a | n/a | n/a | n/a | n/a |"
 
 
 def test_per_label_means_skip_labels_a_run_lacks() -> None:
