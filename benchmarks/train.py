@@ -12,6 +12,7 @@ Usage::
     python -m benchmarks.train --data DIR --batches 4 --precisions bf16-mixed --compile off \
         --variant reference --variant l1_losses loss.criterion=l1 loss.content_criterion=l1   # rows per variant
     python -m benchmarks.train --data DIR --batches 4 --scaling 1 2            # DDP images/s on 1 and 2 GPUs
+    python -m benchmarks.train --data DIR --batches 4 --precisions bf16-mixed --compile on --activation-budget 0.5
     python -m benchmarks.train --data DIR --batches 4 --scaling 2 --profile    # where rank 0's DDP step goes
 
 DATASET_DIR is any benchmark folder (states + baked assets + train_real photos), e.g. one built with
@@ -30,6 +31,7 @@ import warnings
 
 import pytorch_lightning as pl
 import torch
+import torch._functorch.config as functorch_config
 from hydra import compose, initialize_config_module
 from hydra.utils import instantiate
 
@@ -241,10 +243,20 @@ def main() -> None:
     parser.add_argument("--variant", nargs="+", action="append", default=[], metavar=("NAME", "OVERRIDE"),
                         help="rows for NAME: the step with these Hydra overrides (repeatable; default: the "
                         "reference step only), e.g. --variant channels_last system.channels_last=true")
+    parser.add_argument("--activation-budget", type=float, default=1.0, metavar="B",
+                        help="compiled: torch._functorch.config.activation_memory_budget for every row (below 1 the "
+                        "partitioner recomputes activations in the backward pass to keep at most about B of them; "
+                        "what it keeps: python -m benchmarks.step_memory)")
     parser.add_argument("--scaling", nargs="+", type=int, default=None, metavar="DEVICES",
                         help="instead: DDP scaling of the bf16 step over these GPU counts, e.g. 1 2 (with the first "
                         "--variant's overrides)")
     args = parser.parse_args()
+    with functorch_config.patch(activation_memory_budget=args.activation_budget):  # read when compiled pieces partition
+        run_rows(args)
+
+
+def run_rows(args: argparse.Namespace) -> None:
+    """The rows (or the profile, or the scaling table) that ``args`` ask for; the table printed and written."""
     variants = [(v[0], tuple(v[1:])) for v in args.variant] or [("reference", ())]
     if args.scaling:
         scaling(args, variants[0][1])
@@ -273,7 +285,8 @@ def main() -> None:
                         f"{r['warmup_s']:.0f} |")
             print(rows[-1], flush=True)
     table = ("Full step (renderer in the loop with nvdiffrast, D step + G/texture step), reference networks, "
-             "256x256 crops, neural texture evaluated per pixel; throughput over the timed steps (synchronised only "
+             f"256x256 crops, neural texture evaluated per pixel, activation memory budget {args.activation_budget} "
+             "(compiled); throughput over the timed steps (synchronised only "
              "before the first and after the last). FLOPs counted by torch.utils.flop_counter (convolutions and "
              f"matmuls) for the uncompiled step. First step s: from the start of training to the end of the first "
              f"batch; warm-up s: the untimed first {args.warmup} steps (CUDA and cuDNN set-up and, compiled, the "
