@@ -30,6 +30,7 @@ import torch._functorch.config as functorch_config
 from hydra import compose, initialize_config_module
 
 from benchmarks.report import machine, write_section
+from benchmarks.train import step_overrides
 from triton_s2r.train import build
 
 #: Rows of the largest saved tensors shown.
@@ -103,10 +104,7 @@ def census(data: str, batch: int, extra: tuple[str, ...]) -> tuple[list[Saved], 
 
     The shipped recipe on ``data`` at batch ``batch`` with the Hydra overrides ``extra`` added last.
     """
-    overrides = ["experiment=paper", f"data.root={data}", "data.build_preset=null", f"data.batch_size={batch}",
-                 "data.num_workers=0", "data.val_frames=0", "logger=none", "system.resolution_schedule=[[0,256]]",
-                 "system.preview_every_n_batches=100000", "loss.surface_losses_from=0",  # every loss term
-                 "hydra.run.dir=/tmp/bench_step_memory", *extra]
+    overrides = [*step_overrides(data, batch), "data.num_workers=0", "hydra.run.dir=/tmp/bench_step_memory", *extra]
     with initialize_config_module("triton_s2r.conf", version_base="1.3"):
         cfg = compose("train", overrides=overrides)
     datamodule, system = build(cfg)
@@ -121,14 +119,18 @@ def census(data: str, batch: int, extra: tuple[str, ...]) -> tuple[list[Saved], 
     return callback.saved, cfg.system.crop_size
 
 
+def kept_and_padded(saved: list[Saved], crop: int) -> tuple[int, int]:
+    """Bytes of all the saved storages, and of the padded copies among them."""
+    return sum(s.nbytes for s in saved), sum(s.nbytes for s in saved if is_padded(s.shape, crop))
+
+
 def table(saved: list[Saved], crop: int) -> str:
     """Markdown: MiB per network, the padded copies, the largest tensors."""
     mib = 2**20
-    total = sum(s.nbytes for s in saved)
+    total, padded = kept_and_padded(saved, crop)
     by_network: collections.Counter[str] = collections.Counter()
     for s in saved:
         by_network[network_of(s.network)] += s.nbytes
-    padded = sum(s.nbytes for s in saved if is_padded(s.shape, crop))
     lines = [f"Kept for the backward pass: **{total / mib:,.0f} MiB** in {len(saved)} storages, of which padded "
              f"copies {padded / mib:,.0f} MiB ({padded / max(total, 1):.0%}).", "",
              "| network | MiB | share |", "|---|---:|---:|"]
@@ -155,9 +157,9 @@ def main() -> None:
             censuses.append(census(args.data, args.batch, tuple(args.overrides)))
     crop = censuses[0][1]
     rows = ["| activation memory budget | kept MiB | padded copies MiB |", "|---:|---:|---:|"]
-    rows += [f"| {budget} | {sum(s.nbytes for s in saved) / 2**20:,.0f} | "
-             f"{sum(s.nbytes for s in saved if is_padded(s.shape, crop)) / 2**20:,.0f} |"
-             for budget, (saved, _) in zip(args.activation_budgets, censuses, strict=True)]
+    for budget, (saved, _) in zip(args.activation_budgets, censuses, strict=True):
+        kept, padded = kept_and_padded(saved, crop)
+        rows.append(f"| {budget} | {kept / 2**20:,.0f} | {padded / 2**20:,.0f} |")
     text = (f"The generator step of the shipped recipe (`experiment=paper`, every loss term), batch {args.batch}, "
             f"{crop}x{crop} crops, bf16 autocast; overrides: {' '.join(args.overrides) or 'none'}.\n\n"
             + "\n".join(rows) + f"\n\nAt budget {args.activation_budgets[0]}:\n\n" + table(censuses[0][0], crop))

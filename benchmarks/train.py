@@ -176,6 +176,16 @@ def step_flops(system, datamodule) -> float:
     return float(counter.get_total_flops())
 
 
+def step_overrides(data: str, batch: int) -> list[str]:
+    """Hydra overrides for the shipped recipe's training step as the step benchmarks measure it.
+
+    ``data`` at batch ``batch``, 256x256 crops, every loss term from the first batch, no validation, logger or previews.
+    """
+    return ["experiment=paper", f"data.root={data}", "data.build_preset=null", f"data.batch_size={batch}",
+            "system.resolution_schedule=[[0,256]]", "system.preview_every_n_batches=100000", "data.val_frames=0",
+            "logger=none", "loss.surface_losses_from=0"]
+
+
 def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: int, warmup: int,
                 profile: bool = False, extra: tuple[str, ...] = (), devices: int = 1, trace: str | None = None) -> dict:
     """Time one configuration.
@@ -184,11 +194,8 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
     ``trace``).
     """
     overrides = [
-        "experiment=paper", f"data.root={data}", "data.build_preset=null", f"data.batch_size={batch}",
-        f"data.steps_per_epoch={(steps + warmup) * devices}", "data.num_workers=4", f"trainer.precision={precision}",
-        "system.resolution_schedule=[[0,256]]", "system.preview_every_n_batches=100000", "data.val_frames=0",
-        f"system.compile={str(compile_).lower()}", "system.compile_mode=default", "logger=none",
-        "loss.surface_losses_from=0",  # time the full step, every loss term included
+        *step_overrides(data, batch), f"data.steps_per_epoch={(steps + warmup) * devices}", "data.num_workers=4",
+        f"trainer.precision={precision}", f"system.compile={str(compile_).lower()}", "system.compile_mode=default",
         "hydra.run.dir=/tmp/bench_train", *(["trainer=ddp"] if devices > 1 else []), *extra,
     ]
     with initialize_config_module("triton_s2r.conf", version_base="1.3"):
