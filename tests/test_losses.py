@@ -10,6 +10,7 @@ import torch
 from triton_s2r.losses import (
     discriminator_adversarial_loss,
     generator_adversarial_loss,
+    mean_logit,
     ms_ssim,
     ms_ssim_levels,
     r1_penalty,
@@ -319,6 +320,15 @@ def test_adversarial_losses_known_values():
     assert torch.all(fake[0].grad < 0)  # descending raises the fake logits towards "real"
     with pytest.raises(ValueError, match="gan_type"):
         generator_adversarial_loss(zeros, "wgan")
+
+
+def test_mean_logit_averages_each_scale_then_the_scales():
+    # Scale 0 has 4 patches of 0.5, scale 1 one patch of 1.5: each scale counts once, whatever its patches.
+    logits = [torch.full((2, 1, 2, 2), 0.5, dtype=torch.bfloat16), torch.full((2, 1, 1, 1), 1.5)]
+    score = mean_logit(logits)
+    assert score.dtype == torch.float32 and score.item() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="at least one scale"):
+        mean_logit([])
 
 
 def test_r1_penalty_is_the_squared_input_gradient_of_the_summed_scale_means():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 import re
 from pathlib import Path
@@ -358,6 +359,7 @@ def test_tiny_run_with_sim_clips_and_its_errors(run_dir, data_root, manifest, tm
     assert ckpt["hyper_parameters"]["losses"]["sim_clip_frames"] == clip  # plain ℓUC within each clip
     header = metric_rows(run_dir)[0]
     assert "train/surface_consistency" in header and "train/surface_chroma_consistency" in header
+    assert "train/photo_score" in header  # D_B's score of the training photos, beside val/photo_score
     fails(tmp_path, "x", data_root, "data.sim_clip_frames=4")  # the dataset's clips are pairs
     assert f"train_sim holds clips of {clip} frame(s), but data.sim_clip_frames=4" in capsys.readouterr().err
     fails(tmp_path, "y", data_root, "data.sim_clip_frames=3")  # tiny batches hold 4 frames
@@ -394,6 +396,7 @@ def test_resume_continues_exactly_and_the_curves_go_on(data_root, tmp_path) -> N
     assert 0 < rows[0]["wall_s"] < rows[1]["wall_s"]
     for row in rows:
         assert 5 < row["val/psnr"] < 60 and 0 < row["val/haarpsi"] <= 1 and row["val/warp_error"] > 0
+        assert math.isfinite(row["val/photo_score"])  # D_B's score of the held-out photos
 
 
 def test_a_validation_video_that_cannot_be_written_warns_once_and_training_goes_on(data_root, tmp_path,

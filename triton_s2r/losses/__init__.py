@@ -7,7 +7,12 @@ surface consistency 20, texture reality 2); weights, criteria and switches are o
 
 from __future__ import annotations
 
-from triton_s2r.losses.adversarial import discriminator_adversarial_loss, generator_adversarial_loss, r1_penalty
+from triton_s2r.losses.adversarial import (
+    discriminator_adversarial_loss,
+    generator_adversarial_loss,
+    mean_logit,
+    r1_penalty,
+)
 from triton_s2r.losses.reconstruction import ms_ssim, ms_ssim_levels, reconstruction_loss
 from triton_s2r.losses.settings import LossSettings
 from triton_s2r.losses.surface_consistency import surface_chroma_consistency_loss, surface_consistency_loss
@@ -17,6 +22,7 @@ __all__ = [
     "LossSettings",
     "discriminator_adversarial_loss",
     "generator_adversarial_loss",
+    "mean_logit",
     "ms_ssim",
     "ms_ssim_levels",
     "r1_penalty",

@@ -8,6 +8,8 @@ The reference uses LSGAN; hinge is the option. Both sides sum the per-scale mean
 Logits come from ``MultiScaleDiscriminator.forward``: one (B, 1, h_s, w_s) tensor per scale. Detaching the
 fakes for the discriminator step is the caller's job.
 
+``mean_logit`` is no loss: the score a discriminator gives a batch, logged to see it memorise its photos.
+
 ``r1_penalty`` is the R1 regulariser of the discriminator step (Mescheder et al., ICML 2018): the
 squared gradient of D's real-image output with respect to the real image.
 """
@@ -32,6 +34,17 @@ def _check_scales(*logit_lists: Sequence[Tensor]) -> None:
     for logits in logit_lists:
         if len(logits) == 0:
             raise ValueError("expected at least one scale of discriminator logits")
+
+
+def mean_logit(logits: Sequence[Tensor]) -> Tensor:
+    """A discriminator's mean patch logit, averaged over its scales: scalar float32.
+
+    LSGAN trains real patches towards 1 and fakes towards 0 (hinge: past +1 and -1). The discriminator's score of
+    its training photos running ahead of its score of held-out photos is the sign that it memorises them (the
+    overfitting heuristic of Karras et al., NeurIPS 2020).
+    """
+    _check_scales(logits)
+    return torch.stack([x.float().mean() for x in logits]).mean()
 
 
 def generator_adversarial_loss(fake_logits: Sequence[Tensor], gan_type: str = "lsgan") -> Tensor:

@@ -42,6 +42,7 @@ from triton_s2r.evaluation import metrics
 from triton_s2r.losses import (
     discriminator_adversarial_loss,
     generator_adversarial_loss,
+    mean_logit,
     r1_penalty,
     reconstruction_loss,
     surface_chroma_consistency_loss,
@@ -226,6 +227,7 @@ class TritonSystem(pl.LightningModule):
         self.batches_trained = 0  # host copy of batches_done (reading the buffer would wait for the GPU)
         self.last_step: StepResult | None = None  # for the callbacks, until the batch ends
         self.progress: dict[str, Tensor] = {}  # the last batch's losses, on the device
+        self.photo_score: Tensor | None = None  # D_B's mean logit on the last batch's photos, on the device
         self._side_tensors: dict[int, Tensor] = {}
         self._render = None  # (scene, states, rasterizer) when the sim domain is rendered in the loop
         self._robot_views: RobotViews | None = None  # the real frames' robot and static objects
@@ -417,6 +419,8 @@ class TritonSystem(pl.LightningModule):
         if logging_batch(self.trainer):
             self.log_dict({f"train/{name}": value.detach() for name, value in {**terms, **self.progress}.items()})
             self.log("train/resolution", self._short_side_tensor())
+            if self.photo_score is not None:
+                self.log("train/photo_score", self.photo_score)
         losses = {name: value.detach() for name, value in {**terms, "discriminator": loss_d}.items()}
         self.last_step = StepResult(forward=out, losses=losses, skipped=skipped_d | skipped_g)
 
@@ -446,7 +450,7 @@ class TritonSystem(pl.LightningModule):
         """Score translations of the datamodule's validation frames, as ``triton-s2r eval`` scores them.
 
         Loader 0 (paired test frames): ``val/psnr``, ``val/psnr_masked`` (objects and robot: no table, no void),
-        ``val/ssim``, ``val/haarpsi``. Loader 1 (consecutive frames of a sequence, one batch):
+        ``val/ssim``, ``val/haarpsi``, ``val/photo_score`` (D_B's mean logit on these held-out photos). Loader 1 (consecutive frames of a sequence, one batch):
         ``val/surface_consistency`` and ``val/warp_error``; returns the translated frames (T, 3, H, W) in [0, 1]
         (``TrainingCurves`` writes them as a video).
         """
@@ -462,6 +466,8 @@ class TritonSystem(pl.LightningModule):
             log("surface_consistency", metrics.surface_consistency(translation, gbuffer, self.model.num_labels))
             log("warp_error", metrics.warp_error(translation, gbuffer))
             return translation
+        # D_B on held-out photos, beside train/photo_score on the training photos (losses.adversarial.mean_logit).
+        log("photo_score", mean_logit(self._logits(self.discriminator_real, batch["real"], eager=True)))
         log("psnr", metrics.psnr(translation, real))
         log("ssim", metrics.ssim(translation, real))
         log("haarpsi", metrics.haarpsi(translation, real))
@@ -537,6 +543,8 @@ class TritonSystem(pl.LightningModule):
         real = real.detach()
 
         def adversarial(real_logits: list[Tensor]) -> Tensor:
+            if discriminator is self.discriminator_real:
+                self.photo_score = mean_logit(real_logits).detach()
             return self.loss_weights[term] * discriminator_adversarial_loss(
                 real_logits, self._logits(discriminator, fake.detach()), self.losses.gan_type)
 
