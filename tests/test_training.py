@@ -512,6 +512,17 @@ def test_paired_augmentation_keeps_pairs_aligned() -> None:
     torch.testing.assert_close(photo_c[:, 2] * 10, label_c.float())
 
 
+def test_centre_crop_photos_resizes_to_the_short_side_and_keeps_the_middle() -> None:
+    from triton_s2r.data.augment import centre_crop_photos
+
+    # Each pixel holds its column's centre as a fraction of the width, which a resize keeps.
+    columns = (torch.arange(60) + 0.5) / 60
+    photos = columns.expand(2, 3, 40, 60).clone()
+    out = centre_crop_photos(photos, short_side=20, crop=20)  # resized to 20 x 30, columns 5-24 kept
+    assert out.shape == (2, 3, 20, 20)
+    torch.testing.assert_close(out[0, 0, 10], (torch.arange(5, 25) + 0.5) / 30, atol=0.01, rtol=0)
+
+
 def test_diff_augment_shifts_and_cuts_out_each_image_on_its_own() -> None:
     from triton_s2r.data.augment import diff_augment
 

@@ -51,6 +51,16 @@ def crop_photos(images: Tensor, size: tuple[int, int], offsets: Tensor, crop: in
                         for b, (top, left) in enumerate(offsets.tolist())])
 
 
+def centre_crop_photos(images: Tensor, short_side: int, crop: int) -> Tensor:
+    """Resize photos (B, 3, H, W) so that their short side is ``short_side``, then crop the centre: (B, 3, crop, crop).
+
+    The photos as training shows them, without the random jitter and offset.
+    """
+    size = resize_shorter_side(images.shape[-2], images.shape[-1], short_side)
+    offsets = torch.tensor([[(size[0] - crop) // 2, (size[1] - crop) // 2]]).expand(images.shape[0], 2)
+    return crop_photos(images, size, offsets, crop)
+
+
 def _resize_sim(uv: Tensor, label: Tensor, size: tuple[int, int]) -> tuple[Tensor, Tensor]:
     uv = F.interpolate(uv, size=size, mode="nearest")
     return uv, F.interpolate(label[:, None].float(), size=size, mode="nearest")[:, 0].long()

@@ -33,6 +33,7 @@ from torch import Tensor
 
 from triton_s2r.data.augment import (
     augment_sim,
+    centre_crop_photos,
     check_diff_augment_policy,
     crop_photos,
     diff_augment,
@@ -450,7 +451,8 @@ class TritonSystem(pl.LightningModule):
         """Score translations of the datamodule's validation frames, as ``triton-s2r eval`` scores them.
 
         Loader 0 (paired test frames): ``val/psnr``, ``val/psnr_masked`` (objects and robot: no table, no void),
-        ``val/ssim``, ``val/haarpsi``, ``val/photo_score`` (D_B's mean logit on these held-out photos). Loader 1 (consecutive frames of a sequence, one batch):
+        ``val/ssim``, ``val/haarpsi``, ``val/photo_score`` (D_B's mean logit on these held-out photos, resized and
+        centre-cropped as training shows its photos). Loader 1 (consecutive frames of a sequence, one batch):
         ``val/surface_consistency`` and ``val/warp_error``; returns the translated frames (T, 3, H, W) in [0, 1]
         (``TrainingCurves`` writes them as a video).
         """
@@ -466,8 +468,9 @@ class TritonSystem(pl.LightningModule):
             log("surface_consistency", metrics.surface_consistency(translation, gbuffer, self.model.num_labels))
             log("warp_error", metrics.warp_error(translation, gbuffer))
             return translation
-        # D_B on held-out photos, beside train/photo_score on the training photos (losses.adversarial.mean_logit).
-        log("photo_score", mean_logit(self._logits(self.discriminator_real, batch["real"], eager=True)))
+        # D_B on held-out photos at the training photos' scale, beside train/photo_score (adversarial.mean_logit).
+        photos = centre_crop_photos(batch["real"], self.short_side(), self.hparams.crop_size)
+        log("photo_score", mean_logit(self._logits(self.discriminator_real, photos, eager=True)))
         log("psnr", metrics.psnr(translation, real))
         log("ssim", metrics.ssim(translation, real))
         log("haarpsi", metrics.haarpsi(translation, real))
