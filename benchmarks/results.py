@@ -156,9 +156,10 @@ def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool, pai
                    compile_: bool = False, epochs: int = 100000, recipe: str = "benchmark") -> list[str]:
     """The recipe every run shares.
 
-    ``compile_``: compiled with CUDA graphs; ``epochs``: the most epochs (``epoch_batches`` each), when the time budget
-    does not end the run first. ``recipe="demo"``: the README demo's training instead (``experiment=demo``, its
-    600 batches (``DEMO_BATCHES``), frames and precision; ``budget_seconds`` and ``epochs`` unused).
+    ``compile_``: compiled with CUDA graphs, half the activations kept (as ``experiment=paper``); ``epochs``: the
+    most epochs (``epoch_batches`` each), when the time budget does not end the run first. ``recipe="demo"``: the
+    README demo's training instead (``experiment=demo``, its 600 batches (``DEMO_BATCHES``), frames and precision;
+    ``budget_seconds`` and ``epochs`` unused).
     """
     if recipe == "demo":
         return [f"data.root={data}", "data.build_preset=null", "experiment=demo", "trainer.enable_progress_bar=false",
@@ -173,7 +174,8 @@ def base_overrides(data: str, budget_seconds: int, run_dir: Path, gpu: bool, pai
         "trainer.enable_progress_bar=false", "logger=csv", "system.crop_size=256",
         "system.resolution_schedule=[[0,256]]",
         "system.preview_every_n_batches=500", f"hydra.run.dir={run_dir}",
-        *(["system.compile=true", "system.compile_mode=reduce-overhead"] if compile_ else []),
+        *(["system.compile=true", "system.compile_mode=reduce-overhead", "system.activation_memory_budget=0.5"]
+          if compile_ else []),
     ]
 
 

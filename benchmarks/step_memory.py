@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 import pytorch_lightning as pl
 import torch
-import torch._functorch.config as functorch_config
 from hydra import compose, initialize_config_module
 
 from benchmarks.report import machine, write_section
@@ -145,16 +144,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="benchmark dataset folder (states, assets, train_real)")
     parser.add_argument("--batch", type=int, default=4, help="batch size (a multiple of data.sim_clip_frames)")
-    parser.add_argument("--activation-budgets", type=float, nargs="+", default=[1.0], metavar="B",
-                        help="compiled: a census per torch._functorch.config.activation_memory_budget (below 1 the "
-                        "partitioner recomputes activations in the backward pass to keep at most about B of them)")
+    parser.add_argument("--activation-budgets", type=float, nargs="+", default=[0.5], metavar="B",
+                        help="compiled: a census per system.activation_memory_budget (below 1 the partitioner "
+                        "recomputes activations in the backward pass to keep at most about B of them)")
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides added last")
     args = parser.parse_args()
     censuses = []
     for budget in args.activation_budgets:
-        with functorch_config.patch(activation_memory_budget=budget):  # read when the compiled pieces are partitioned
-            censuses.append(census(args.data, args.batch, tuple(args.overrides)))
+        censuses.append(census(args.data, args.batch, (f"system.activation_memory_budget={budget}", *args.overrides)))
     crop = censuses[0][1]
     rows = ["| activation memory budget | kept MiB | padded copies MiB |", "|---:|---:|---:|"]
     for budget, (saved, _) in zip(args.activation_budgets, censuses, strict=True):

@@ -3,7 +3,8 @@
 The shipped recipe (``experiment=paper``: renderer in the loop with nvdiffrast on CUDA, reference networks,
 pairs of neighbouring sim frames), 256x256 crops; variants compared in one run: batch 4 and 16 (the recipe's
 batches hold whole pairs; the reference's batch 5 of independent frames is ``--batches 5 --variant
-reference_batch data.sim_clip_frames=1``), fp32 and bf16, with and without ``torch.compile``.
+reference_batch data.sim_clip_frames=1``), fp32 and bf16, eager and compiled as the recipe compiles
+(``torch.compile`` with CUDA graphs, half the activations kept for the backward pass).
 
 Usage::
 
@@ -12,7 +13,8 @@ Usage::
     python -m benchmarks.train --data DIR --batches 4 --precisions bf16-mixed --compile off \
         --variant reference --variant l1_losses loss.criterion=l1 loss.content_criterion=l1   # rows per variant
     python -m benchmarks.train --data DIR --batches 4 --scaling 1 2            # DDP images/s on 1 and 2 GPUs
-    python -m benchmarks.train --data DIR --batches 4 --precisions bf16-mixed --compile on --activation-budget 0.5
+    python -m benchmarks.train --data DIR --batches 4 --precisions bf16-mixed --compile on \
+        --variant recipe --variant all_kept system.activation_memory_budget=1   # the recipe keeps half (0.5)
     python -m benchmarks.train --data DIR --batches 4 --scaling 2 --profile    # where rank 0's DDP step goes
 
 DATASET_DIR is any benchmark folder (states + baked assets + train_real photos), e.g. one built with
@@ -31,7 +33,6 @@ import warnings
 
 import pytorch_lightning as pl
 import torch
-import torch._functorch.config as functorch_config
 from hydra import compose, initialize_config_module
 from hydra.utils import instantiate
 
@@ -195,7 +196,7 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
     """
     overrides = [
         *step_overrides(data, batch), f"data.steps_per_epoch={(steps + warmup) * devices}", "data.num_workers=4",
-        f"trainer.precision={precision}", f"system.compile={str(compile_).lower()}", "system.compile_mode=default",
+        f"trainer.precision={precision}", f"system.compile={str(compile_).lower()}",
         "hydra.run.dir=/tmp/bench_train", *(["trainer=ddp"] if devices > 1 else []), *extra,
     ]
     with initialize_config_module("triton_s2r.conf", version_base="1.3"):
@@ -250,16 +251,11 @@ def main() -> None:
     parser.add_argument("--variant", nargs="+", action="append", default=[], metavar=("NAME", "OVERRIDE"),
                         help="rows for NAME: the step with these Hydra overrides (repeatable; default: the "
                         "reference step only), e.g. --variant channels_last system.channels_last=true")
-    parser.add_argument("--activation-budget", type=float, default=1.0, metavar="B",
-                        help="compiled: torch._functorch.config.activation_memory_budget for every row (below 1 the "
-                        "partitioner recomputes activations in the backward pass to keep at most about B of them; "
-                        "what it keeps: python -m benchmarks.step_memory)")
     parser.add_argument("--scaling", nargs="+", type=int, default=None, metavar="DEVICES",
                         help="instead: DDP scaling of the bf16 step over these GPU counts, e.g. 1 2 (with the first "
                         "--variant's overrides)")
     args = parser.parse_args()
-    with functorch_config.patch(activation_memory_budget=args.activation_budget):  # read when compiled pieces partition
-        run_rows(args)
+    run_rows(args)
 
 
 def run_rows(args: argparse.Namespace) -> None:
@@ -292,8 +288,8 @@ def run_rows(args: argparse.Namespace) -> None:
                         f"{r['warmup_s']:.0f} |")
             print(rows[-1], flush=True)
     table = ("Full step (renderer in the loop with nvdiffrast, D step + G/texture step), reference networks, "
-             f"256x256 crops, neural texture evaluated per pixel, activation memory budget {args.activation_budget} "
-             "(compiled); throughput over the timed steps (synchronised only "
+             "256x256 crops, neural texture evaluated per pixel, compiled as experiment=paper (CUDA graphs, activation "
+             "memory budget 0.5) unless a variant says otherwise; throughput over the timed steps (synchronised only "
              "before the first and after the last). FLOPs counted by torch.utils.flop_counter (convolutions and "
              f"matmuls) for the uncompiled step. First step s: from the start of training to the end of the first "
              f"batch; warm-up s: the untimed first {args.warmup} steps (CUDA and cuDNN set-up and, compiled, the "

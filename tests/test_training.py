@@ -155,6 +155,19 @@ def test_unknown_compile_mode_is_refused() -> None:
         build_system(cfg)
 
 
+def test_the_activation_memory_budget_reaches_the_partitioner_of_compiled_runs_only() -> None:
+    import torch._functorch.config as functorch_config
+
+    with functorch_config.patch(activation_memory_budget=1.0):  # the test leaves the process setting as it was
+        build_system(composed(["system.activation_memory_budget=0.5"]))  # eager: the partitioner is not used
+        assert functorch_config.activation_memory_budget == 1.0
+        build_system(composed(["system.compile=true", "system.activation_memory_budget=0.5"]))
+        assert functorch_config.activation_memory_budget == 0.5
+    assert composed(["experiment=paper"]).system.activation_memory_budget == 0.5  # the CUDA-graph recipe
+    with pytest.raises(ValueError, match=r"activation_memory_budget must be in \(0, 1\], got 0"):
+        build_system(composed(["system.activation_memory_budget=0"]))
+
+
 def test_the_default_trainer_picks_bf16_where_the_device_runs_it(monkeypatch) -> None:
     import triton_s2r.conf as conf
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, cast
 
 import pytorch_lightning as pl
 import torch
+import torch._functorch.config as functorch_config
 from pytorch_lightning.utilities import rank_zero_warn
 from torch import Tensor
 
@@ -51,6 +52,7 @@ from triton_s2r.losses import (
     texture_reality_loss,
     texture_reality_target,
 )
+from triton_s2r.losses.colour_distribution import colour_distribution_loss, top_fraction
 from triton_s2r.losses.settings import LossSettings
 from triton_s2r.models.discriminator import MultiScaleDiscriminator
 from triton_s2r.models.triton import SimBatch, TritonModel, to_unit
@@ -77,7 +79,8 @@ if TYPE_CHECKING:
     from triton_s2r.data.datamodule import TritonDataModule
 
 LOSS_TERMS = ("adversarial", "reconstruction", "content", "cycle", "surface_consistency", "surface_chroma_consistency",
-              "texture_reality", "robot_pairing", "texture_pairing", "object_adversarial")
+              "texture_reality", "robot_pairing", "texture_pairing", "object_adversarial", "object_colours")
+OBJECT_COLOUR_DIRECTIONS = 16  # object_colours: random directions of colour space per batch (sliced Wasserstein)
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
@@ -122,6 +125,10 @@ class TritonSystem(pl.LightningModule):
         compile_mode: ``torch.compile`` mode when ``compile``, one of ``COMPILE_MODES``: ``"default"``,
             ``"reduce-overhead"`` (CUDA graphs: each compiled piece's kernels replayed as one launch),
             ``"max-autotune"`` (with CUDA graphs) or ``"max-autotune-no-cudagraphs"``.
+        activation_memory_budget: with ``compile``, the share (0, 1] of the backward pass's saved activations that
+            the compiled pieces keep; below 1, AOTAutograd's partitioner recomputes the cheapest of the rest (the
+            reflection padding first) in the backward pass. Process-wide (``torch._functorch.config``), read when
+            the pieces compile; their compile-cache entries are keyed by it (docs/training.md, "Speed options").
         compile_in_background: with ``compile``, train eagerly from the first batch while a child process
             compiles the same config into Inductor's cache, then compiled from that cache (``BackgroundCompile``;
             single-process runs).
@@ -176,6 +183,7 @@ class TritonSystem(pl.LightningModule):
         channels_last: bool = False,
         compile: bool = False,
         compile_mode: str = "default",
+        activation_memory_budget: float = 1.0,
         compile_in_background: bool = False,
         compile_cache_file: str | None = None,
         preview_every_n_batches: int = 250,
@@ -239,9 +247,12 @@ class TritonSystem(pl.LightningModule):
                 net.to(memory_format=torch.channels_last)  # pyright: ignore[reportCallIssue]  # torch's overloads omit it
         if compile_mode not in COMPILE_MODES:
             raise ValueError(f"system.compile_mode must be one of {COMPILE_MODES}, got {compile_mode!r}")
+        if not 0 < activation_memory_budget <= 1:
+            raise ValueError(f"system.activation_memory_budget must be in (0, 1], got {activation_memory_budget}")
         self._reconstruction_loss, self._texture_reality_loss = reconstruction_loss, texture_reality_loss
         self._cuda_graphs = False
         if compile:
+            functorch_config.activation_memory_budget = activation_memory_budget
             # Inductor's mix-order-reduction fusion failed an assertion on a backward pass (torch 2.11).
             # torch.compile takes a mode or options, not both: the mode's options plus ours. No public API
             # lists a mode's options; torch.compile's own docstring points to this one.
@@ -314,7 +325,7 @@ class TritonSystem(pl.LightningModule):
         # val/psnr_masked scores objects and robot, as eval's psnr_masked: the table is background.
         self._background_labels = [labels.id_of("table")] if labels is not None and "table" in labels.names else []
         rendered_sim = datamodule is not None and datamodule.sim_source == "render"
-        paired_terms = [name for name in ("robot_pairing", "texture_pairing", "object_adversarial")
+        paired_terms = [name for name in ("robot_pairing", "texture_pairing", "object_adversarial", "object_colours")
                         if self.loss_weights.get(name)]
         shared_hint = bool(self.hparams.get("shared_object_hint"))
         if (paired_terms or shared_hint) and not (datamodule is not None and datamodule.has_real_states):
@@ -586,6 +597,23 @@ class TritonSystem(pl.LightningModule):
             return reconstruction_loss(out.robot_projection[:, :3].float(), out.real.float(), "l1",
                                        mask=out.robot_label != VOID)
 
+    def _object_colours(self, out: Forward) -> Tensor:
+        """Sliced Wasserstein distance of the translated objects' colours to the photos' unexplained pixels' colours.
+
+        The photos' pixels are the fraction of their static surfaces that their renders explain least
+        (``photo_objectness``), the fraction being the objects' share of the sim crops. docs/method.md §4.10.
+        """
+        views = self._robot_views
+        assert views is not None and out.robot_x_ab is not None and out.robot_label is not None  # with the weight
+        explanations = [out.robot_x_ab, *([out.robot_projection] if self.loss_weights["texture_pairing"] else [])]
+        objects = sim_objectness(out.label, views.object_ids) > 0
+        objectness = photo_objectness(out.real, explanations, out.robot_label, views.static_ids)
+        unexplained = top_fraction(objectness, objects.float().mean())
+        directions = torch.nn.functional.normalize(torch.randn(OBJECT_COLOUR_DIRECTIONS, 3, device=out.real.device),
+                                                   dim=1)
+        with torch.autocast(self.device.type, enabled=False):
+            return colour_distribution_loss(out.x_ab.float(), objects, out.real.float(), unexplained, directions)
+
     def _optimize(self, optimizer, loss: Tensor) -> Tensor:
         """Backward and optimizer step, skipped on the device when ``loss`` is not finite.
 
@@ -647,6 +675,8 @@ class TritonSystem(pl.LightningModule):
             terms["robot_pairing"] = self._robot_pairing(out)
         if w["texture_pairing"]:
             terms["texture_pairing"] = self._texture_pairing(out)
+        if w["object_colours"]:
+            terms["object_colours"] = self._object_colours(out)
         with torch.autocast(self.device.type, enabled=False):
             if w["surface_consistency"] and surface_losses_on:
                 terms["surface_consistency"] = surface_consistency_loss(
