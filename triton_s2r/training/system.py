@@ -520,13 +520,18 @@ class TritonSystem(pl.LightningModule):
         views = self._robot_views
         assert views is not None and out.robot_x_ab is not None and out.robot_label is not None  # with the weight
         window, size = self.object_window, self.hparams.object_crop_size
-        # The texture explains the photos where the texture pairing fits it to them.
-        explanations = [out.robot_x_ab, *([out.robot_projection] if self.loss_weights["texture_pairing"] else [])]
         sim_centres = draw_centres(sim_objectness(out.label, views.object_ids), window)
-        photo_centres = draw_centres(photo_objectness(out.real, explanations, out.robot_label, views.static_ids),
-                                     window)
+        photo_centres = draw_centres(self._photo_objectness(out), window)
         return replace(out, object_fake=crop_windows(out.x_ab, sim_centres, window, size),
                        object_real=crop_windows(out.real, photo_centres, window, size))
+
+    def _photo_objectness(self, out: Forward) -> Tensor:
+        """(B', H, W) where the photos' robot-and-table renders explain them least (``photo_objectness``)."""
+        views = self._robot_views
+        assert views is not None and out.robot_x_ab is not None and out.robot_label is not None  # with robot views
+        # The texture explains the photos where the texture pairing fits it to them.
+        explanations = [out.robot_x_ab, *([out.robot_projection] if self.loss_weights["texture_pairing"] else [])]
+        return photo_objectness(out.real, explanations, out.robot_label, views.static_ids)
 
     def _discriminator_loss(self, out: Forward) -> Tensor:
         """LSGAN/hinge D loss on the detached translations of this batch's forward pass, plus R1 if ``r1_gamma``."""
@@ -604,11 +609,9 @@ class TritonSystem(pl.LightningModule):
         (``photo_objectness``), the fraction being the objects' share of the sim crops. docs/method.md §4.10.
         """
         views = self._robot_views
-        assert views is not None and out.robot_x_ab is not None and out.robot_label is not None  # with the weight
-        explanations = [out.robot_x_ab, *([out.robot_projection] if self.loss_weights["texture_pairing"] else [])]
+        assert views is not None  # with the weight
         objects = sim_objectness(out.label, views.object_ids) > 0
-        objectness = photo_objectness(out.real, explanations, out.robot_label, views.static_ids)
-        unexplained = top_fraction(objectness, objects.float().mean())
+        unexplained = top_fraction(self._photo_objectness(out), objects.float().mean())
         directions = torch.nn.functional.normalize(torch.randn(OBJECT_COLOUR_DIRECTIONS, 3, device=out.real.device),
                                                    dim=1)
         with torch.autocast(self.device.type, enabled=False):
