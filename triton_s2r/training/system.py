@@ -518,7 +518,7 @@ class TritonSystem(pl.LightningModule):
     def _with_object_crops(self, out: Forward) -> Forward:
         """``out`` with windows around an object in each translation and each photo (``training.object_crops``)."""
         views = self._robot_views
-        assert views is not None and out.robot_x_ab is not None and out.robot_label is not None  # with the weight
+        assert views is not None  # with the weight
         window, size = self.object_window, self.hparams.object_crop_size
         sim_centres = draw_centres(sim_objectness(out.label, views.object_ids), window)
         photo_centres = draw_centres(self._photo_objectness(out), window)
