@@ -435,13 +435,13 @@ def test_shade_keeps_the_image_on_void_and_shades_the_texture_on_surfaces() -> N
     uv, label = make_gbuffer()
     texture = tiny_texture()(uv, label).detach().requires_grad_(True)
     image, shading = torch.rand(2, 3, 32, 32) * 2 - 1, torch.rand(2, 1, 32, 32) * 2 - 1
-    out = shade(image, shading, texture, label)
+    out = shade(image, shading, texture, label > 0)
     void = (label == 0).unsqueeze(1).expand_as(out)
     assert torch.equal(out[void], image[void])
     surface = ~void
     expected = 2 * texture * (1 + shading) - 1
     assert torch.allclose(out[surface], expected[surface])
-    assert torch.equal(shade(image, torch.zeros_like(shading), texture, label)[surface],
+    assert torch.equal(shade(image, torch.zeros_like(shading), texture, label > 0)[surface],
                        (2 * texture - 1)[surface])  # gain 1: the texture as it is
     out.sum().backward()
     assert texture.grad[surface].abs().sum() > 0 and texture.grad[void].abs().sum() == 0
@@ -477,6 +477,44 @@ def test_shaded_model_sends_the_translation_gradient_straight_to_the_texture() -
         TritonModel(tiny_texture(), SimInput(NUM_LABELS), tiny_generator(6), tiny_generator(3), shading_channels=1)
     with pytest.raises(ValueError, match="no texture"):
         model(1, texture_multiplier=0.0)
+
+
+def test_drawn_labels_keep_the_decoders_image_and_are_saved_with_the_model() -> None:
+    from triton_s2r.models.triton import TritonModel
+
+    def model(shading_channels: int) -> TritonModel:
+        torch.manual_seed(0)
+        return TritonModel(tiny_texture(), SimInput(NUM_LABELS), tiny_generator(6),
+                           tiny_generator(3, extra_out_channels=shading_channels), shading_channels=shading_channels)
+
+    uv, label = make_gbuffer()
+    shaded = model(1)
+    assert shaded.shaded_labels.tolist() == [False] + [True] * NUM_LABELS
+    drawn = torch.tensor([2, 3])
+    assert bool(torch.isin(label, drawn).any()) and bool((label == 1).any())
+    batch = shaded.sample_texture(uv, label)
+    x_a, _ = shaded.sim_image(batch)
+    content = shaded.generator_sim.encode(x_a)
+    all_shaded = shaded.decode_real(content, batch)[0]
+    shaded.draw_labels(drawn)
+    x_ab = shaded.decode_real(content, batch)[0]
+    image, _ = shaded.generator_real.decode_with_extra(content)
+    keep = (torch.isin(label, drawn) | (label == 0)).unsqueeze(1).expand_as(x_ab)
+    assert torch.equal(x_ab[keep], image[keep])  # G_B's image on void and the drawn labels
+    assert torch.equal(x_ab[~keep], all_shaded[~keep])  # the other surfaces still shaded
+    assert not torch.equal(x_ab[keep], all_shaded[keep])
+    # Saved with the model; a state dict from before the buffer loads as every surface shaded.
+    state = shaded.state_dict()
+    fresh = model(1)
+    fresh.load_state_dict(state)
+    assert torch.equal(fresh.shaded_labels, shaded.shaded_labels)
+    del state["shaded_labels"]
+    fresh.load_state_dict(state)
+    assert fresh.shaded_labels.tolist() == [False] + [True] * NUM_LABELS
+    with pytest.raises(ValueError, match="outside 1"):
+        shaded.draw_labels(torch.tensor([0]))
+    with pytest.raises(ValueError, match="shading_channels > 0"):
+        model(0).draw_labels(drawn)
 
 
 @pytest.mark.parametrize("detach", [False, True])

@@ -123,6 +123,29 @@ def test_a_shared_object_hint_gives_the_moving_objects_one_value_and_keeps_it_fo
     assert torch.equal(values[kept], by_id[kept])  # void, table and robot keep their own
 
 
+def test_unshaded_objects_keep_the_decoders_image_and_train(data_root, tmp_path) -> None:
+    """system.shade_objects=false: the moving objects are G_B's, the robot and table shaded; saved for inference."""
+    from triton_s2r.inference.translator import Translator
+
+    out = tmp_path / "run"
+    assert main(["train", *TINY, "logger=csv", f"data.root={data_root}", f"hydra.run.dir={out}", "trainer.max_epochs=1",
+                 "data.steps_per_epoch=2", "trainer.log_every_n_steps=1", "model.translator.shading_channels=1",
+                 "system.shade_objects=false"]) == 0
+    names = BenchmarkDataset.open(data_root).labels.names
+    shaded = Translator.from_run_dir(out, device="cpu").model.shaded_labels
+    moving = [i + 1 for i, name in enumerate(names) if name not in (*ROBOT, "table")]
+    assert len(moving) >= 2 and not shaded[moving].any() and not shaded[0]
+    assert shaded[[i for i in range(1, len(names) + 1) if i not in moving]].all()
+    losses = [float(row["train/texture_reality"]) for row in metric_rows(out) if row.get("train/texture_reality")]
+    assert losses and all(math.isfinite(v) for v in losses)
+
+
+def test_unshaded_objects_need_the_shaded_output(data_root, tmp_path, capsys) -> None:
+    assert main(["train", *TINY, "logger=none", f"data.root={data_root}", f"hydra.run.dir={tmp_path}",
+                 "system.shade_objects=false"]) != 0
+    assert "model.translator.shading_channels is 0; set it to 1" in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------------------- plain folders with real states
 
 XARM = Path(__file__).parents[1] / "examples" / "xarm"

@@ -16,18 +16,19 @@ from __future__ import annotations
 from torch import Tensor
 
 
-def shade(image: Tensor, shading: Tensor, texture: Tensor, label: Tensor) -> Tensor:
+def shade(image: Tensor, shading: Tensor, texture: Tensor, shaded: Tensor) -> Tensor:
     """Compose the sim->real translation from the decoder's outputs and the sampled texture.
 
     Args:
-        image: (B, 3, H, W) the decoder's image in [-1, 1]; used where ``label`` is void.
+        image: (B, 3, H, W) the decoder's image in [-1, 1]; used where ``shaded`` is False (void, and the
+            labels the decoder draws itself).
         shading: (B, S, H, W) in [-1, 1], S = 1 (grey) or 3 (per channel); the gain is ``1 + shading``,
             in [0, 2] (1 = the texture as it is).
         texture: (B, 3, H, W) sampled texture in [0, 1] (the albedo).
-        label: (B, H, W) int64; 0 = void.
+        shaded: (B, H, W) bool, True on the surface pixels that show the shaded texture.
 
     Returns:
-        (B, 3, H, W): in [-1, 1] on void pixels, in [-1, 3] on surfaces (clamp for display).
+        (B, 3, H, W): in [-1, 1] where the image is kept, in [-1, 3] on shaded pixels (clamp for display).
     """
     surface = 2.0 * texture * (1.0 + shading) - 1.0
-    return surface.to(image.dtype).where(label.unsqueeze(1) > 0, image)
+    return surface.to(image.dtype).where(shaded.unsqueeze(1), image)

@@ -52,11 +52,13 @@ class TritonModel(nn.Module):
             extra decoder outputs.
         shading_channels: 0 (reference): x_ab is G_B's image. 1 (grey) or 3: x_ab shows the sampled texture
             times a gain that G_B draws on every surface pixel, and G_B's image on void pixels
-            (``models.shading``, docs/method.md §3.3).
+            (``models.shading``, docs/method.md §3.3); ``draw_labels`` keeps G_B's image on chosen labels too.
         detach_texture_input: x_a reads the texture with its gradient stopped, so the texture learns only from
             the terms that see π (ℓTR), not as a code for the auto-encoders (docs/method.md §4.6). Always so
             with shading.
     """
+
+    shaded_labels: Tensor  # (K + 1,) bool buffer, registered in __init__
 
     def __init__(
         self,
@@ -88,6 +90,41 @@ class TritonModel(nn.Module):
         self.generator_real = generator_real
         self.shading_channels = shading_channels
         self.detach_texture_input = detach_texture_input or shading_channels > 0
+        # Per label id: x_ab shows the shaded texture there (never on void, 0).
+        self.register_buffer("shaded_labels", self._all_surfaces_shaded())
+
+    def _all_surfaces_shaded(self) -> Tensor:
+        shaded = torch.full((self.num_labels + 1,), self.shading_channels > 0)
+        shaded[0] = False
+        return shaded
+
+    def draw_labels(self, label_ids: Tensor) -> None:
+        """With shading, keep G_B's image on the labels ``label_ids`` as on void: the decoder draws them itself.
+
+        The texture of those labels then reaches x_ab only through x_a (docs/method.md §3.3). Saved with the
+        model, so a translation shades what training shaded.
+
+        Args:
+            label_ids: (N,) int64 ids in 1..K.
+        """
+        ids = label_ids.to(self.shaded_labels.device).long()
+        if not self.shading_channels:
+            raise ValueError("draw_labels needs the shaded output (model.translator.shading_channels > 0): without "
+                             "it G_B draws every label already")
+        if not bool(((ids >= 1) & (ids <= self.num_labels)).all()):
+            raise ValueError(f"label ids {ids.tolist()} outside 1..{self.num_labels}")
+        self.shaded_labels[ids] = False
+
+    def shaded(self, label: Tensor) -> Tensor:
+        """(B, H, W) int64 labels -> (B, H, W) bool: the pixels where x_ab shows the shaded texture."""
+        return self.shaded_labels[label]
+
+    def _load_from_state_dict(self, state_dict: dict[str, Tensor], prefix: str, local_metadata: dict, strict: bool,
+                              missing_keys: list[str], unexpected_keys: list[str], error_msgs: list[str]) -> None:
+        # Runs saved before the buffer existed shaded every surface (when they shaded at all).
+        state_dict.setdefault(prefix + "shaded_labels", self._all_surfaces_shaded())
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
     @property
     def num_labels(self) -> int:
@@ -136,8 +173,8 @@ class TritonModel(nn.Module):
     def decode_real(self, content: Tensor, batch: SimBatch) -> tuple[Tensor, Tensor]:
         """x_ab from the content code c_a = E_A(x_a) of ``batch``.
 
-        Without shading x_ab is G_B's image; with ``shading_channels`` > 0, G_B's image on void pixels and the
-        shaded texture on surfaces (``models.shading``).
+        Without shading x_ab is G_B's image; with ``shading_channels`` > 0, G_B's image on void pixels (and the
+        labels of ``draw_labels``) and the shaded texture on the other surfaces (``models.shading``).
 
         Returns:
             ``(x_ab, x_ab_fixed_texture)``: (B, 3, H, W) in [-1, 1], and the same image with the texture's
@@ -148,9 +185,8 @@ class TritonModel(nn.Module):
             x_ab = self.generator_real.decode(content)
             return x_ab, x_ab
         image, shading = self.generator_real.decode_with_extra(content)
-        texture = batch.texture[:, :3]
-        return (shade(image, shading, texture, batch.label),
-                shade(image, shading, texture.detach(), batch.label))
+        texture, shaded = batch.texture[:, :3], self.shaded(batch.label)
+        return shade(image, shading, texture, shaded), shade(image, shading, texture.detach(), shaded)
 
     def translate(self, x_a: Tensor, batch: SimBatch) -> Tensor:
         """Sim -> real: x_ab = G_B(E_A(x_a)) (``decode_real``), (B, 6 + C - 3, H, W) -> (B, 3, H, W) in [-1, 1]."""

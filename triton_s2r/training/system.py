@@ -149,6 +149,10 @@ class TritonSystem(pl.LightningModule):
         shared_object_hint: the moving objects (the labels neither of ``robot_pairing_labels`` nor posed alike in
             every real frame) share one value in x_a's hint (``SimInput.share_label_hint``), so their textures
             alone tell them apart; needs the real frames' states (docs/method.md §2.5).
+        shade_objects: with the shaded output (``model.translator.shading_channels`` > 0), the moving objects
+            show their shaded texture like the other surfaces (True) or G_B's own image (False: only the robot and
+            the static objects are shaded; ``TritonModel.draw_labels``); needs the real frames' states to tell
+            the moving objects (docs/method.md §3.3).
     """
 
     loss_terms: tuple[str, ...] = LOSS_TERMS
@@ -193,6 +197,7 @@ class TritonSystem(pl.LightningModule):
         object_crop_fraction: float = 0.25,
         object_crop_size: int = 64,
         shared_object_hint: bool = False,
+        shade_objects: bool = True,
     ) -> None:
         super().__init__()
         self.losses = losses
@@ -210,6 +215,9 @@ class TritonSystem(pl.LightningModule):
         if self.loss_weights.get("object_adversarial") and discriminator_object is None:
             raise ValueError("loss.loss_weights.object_adversarial needs model.discriminator_object; keep that group "
                              "of model/triton.yaml or set the weight to 0")
+        if not shade_objects and not model.shading_channels:
+            raise ValueError("system.shade_objects=false chooses which surfaces the shaded output shades, but "
+                             "model.translator.shading_channels is 0; set it to 1 or drop system.shade_objects")
         self.object_window = 2 * max(1, round(object_crop_fraction * crop_size / 2))
         if self.discriminator_object is not None and object_crop_size < self.discriminator_object.min_input_side():
             raise ValueError(f"system.object_crop_size {object_crop_size} is too small for model.discriminator_object "
@@ -328,7 +336,13 @@ class TritonSystem(pl.LightningModule):
         paired_terms = [name for name in ("robot_pairing", "texture_pairing", "object_adversarial", "object_colours")
                         if self.loss_weights.get(name)]
         shared_hint = bool(self.hparams.get("shared_object_hint"))
-        if (paired_terms or shared_hint) and not (datamodule is not None and datamodule.has_real_states):
+        drawn_objects = not self.hparams.get("shade_objects", True)
+        real_states = datamodule is not None and datamodule.has_real_states
+        if (paired_terms or shared_hint or drawn_objects) and not real_states:
+            if drawn_objects:
+                raise ValueError("system.shade_objects=false needs the real frames' robot states to tell the moving "
+                                 "objects from the robot and the table, which plain folders have only with data.scene "
+                                 "and data.real_states (data/README.md); set system.shade_objects=true")
             settings = [f"loss.loss_weights {paired_terms}"] * bool(paired_terms)
             settings += ["system.shared_object_hint"] * shared_hint
             rank_zero_warn(f"{' and '.join(settings)} off for this run: they need the real frames' robot states, "
@@ -337,18 +351,20 @@ class TritonSystem(pl.LightningModule):
             for name in paired_terms:
                 self.loss_weights[name] = 0.0
             paired_terms, shared_hint = [], False
-        if not (rendered_sim or paired_terms or shared_hint) or datamodule is None:
+        if not (rendered_sim or paired_terms or shared_hint or drawn_objects) or datamodule is None:
             return
         from triton_s2r.render.rasterizer import make_rasterizer
 
         rasterizer = make_rasterizer(self.hparams.render_backend, device if device.type == "cuda" else None)
         if rendered_sim:
             self._render = (*datamodule.scene_and_states(), rasterizer)
-        if paired_terms or shared_hint:
+        if paired_terms or shared_hint or drawn_objects:
             scene, states = datamodule.real_robot_states()
             views = RobotViews.from_states(scene, states, self.hparams.robot_pairing_labels, rasterizer)
             if shared_hint:
                 self.model.sim_input.share_label_hint(views.object_ids)
+            if drawn_objects:
+                self.model.draw_labels(views.object_ids)
             if paired_terms:  # render the real frames' robot and static objects
                 self._robot_views = views
 
@@ -693,8 +709,10 @@ class TritonSystem(pl.LightningModule):
             if w["texture_reality"] and surface_losses_on:
                 target = texture_reality_target(out.projection.float(), x_a.float(), s.texture_reality_target)
                 data_range = 2.0 if s.texture_reality_target == "projection" else sim_range
+                # Not on shaded pixels: there x_ab is the texture itself, times G_B's gain.
+                label = out.label.where(~self.model.shaded(out.label), 0)
                 terms["texture_reality"] = self._texture_reality_loss(
-                    x_ab.float(), target, out.label, s.criterion, data_range, s.texture_reality_trains)
+                    x_ab.float(), target, label, s.criterion, data_range, s.texture_reality_trains)
         return terms
 
     def _logits(self, discriminator: MultiScaleDiscriminator, image: Tensor, eager: bool = False) -> list[Tensor]:
