@@ -710,7 +710,7 @@ class TritonSystem(pl.LightningModule):
                 target = texture_reality_target(out.projection.float(), x_a.float(), s.texture_reality_target)
                 data_range = 2.0 if s.texture_reality_target == "projection" else sim_range
                 # Not on shaded pixels: there x_ab is the texture itself, times G_B's gain.
-                label = out.label.where(~self.model.shaded(out.label), 0)
+                label = out.label.where(~m.shaded(out.label), 0) if m.shading_channels else out.label
                 terms["texture_reality"] = self._texture_reality_loss(
                     x_ab.float(), target, label, s.criterion, data_range, s.texture_reality_trains)
         return terms
