@@ -81,6 +81,14 @@ def test_training_with_robot_pairing_logs_the_term(data_root, tmp_path) -> None:
     assert len(values) == 2 and all(math.isfinite(v) and v > 0 for v in values)
 
 
+def plain_folders(data_root: Path) -> list[str]:
+    """The tiny training on the benchmark's frames as plain folders: labels, no real states."""
+    labels = BenchmarkDataset.open(data_root).labels
+    return ["data=folders", *TINY, "data.root=null", f"data.sim_dir={data_root / 'train_sim' / 'uvl'}",
+            f"data.real_dir={data_root / 'train_real' / 'real'}", f"data.labels.names=[{','.join(labels.names)}]",
+            f"data.labels.values=[{','.join(str(v) for v in labels.values)}]"]
+
+
 @pytest.mark.parametrize(("term", "overrides", "listed"), [
     ("robot_pairing", ["loss.loss_weights.robot_pairing=10"], r"\['robot_pairing', 'texture_pairing'\]"),
     ("object_adversarial", ["loss.loss_weights.object_adversarial=1", "system.object_crop_fraction=0.5",
@@ -92,14 +100,9 @@ def test_training_with_robot_pairing_logs_the_term(data_root, tmp_path) -> None:
 def test_plain_folders_without_real_states_train_without_the_term_and_say_so(data_root, tmp_path, term: str,
                                                                              overrides: list[str], listed: str) -> None:
     """Every term that needs the photos' states is turned off, with one warning naming them all."""
-    labels = BenchmarkDataset.open(data_root).labels
     out = tmp_path / "run"
     with pytest.warns(UserWarning, match=rf"loss.loss_weights {listed} off for this run"):
-        assert main(["train", "data=folders", *TINY, "logger=csv", "data.root=null", f"hydra.run.dir={out}",
-                     f"data.sim_dir={data_root / 'train_sim' / 'uvl'}",
-                     f"data.real_dir={data_root / 'train_real' / 'real'}",
-                     f"data.labels.names=[{','.join(labels.names)}]",
-                     f"data.labels.values=[{','.join(str(v) for v in labels.values)}]",
+        assert main(["train", *plain_folders(data_root), "logger=csv", f"hydra.run.dir={out}",
                      "trainer.max_epochs=1", "data.steps_per_epoch=2", "trainer.log_every_n_steps=1", *overrides]) == 0
     rows = metric_rows(out)
     assert rows and not any(row.get(f"train/{term}") for row in rows)
@@ -140,10 +143,13 @@ def test_unshaded_objects_keep_the_decoders_image_and_train(data_root, tmp_path)
     assert losses and all(math.isfinite(v) for v in losses)
 
 
-def test_unshaded_objects_need_the_shaded_output(data_root, tmp_path, capsys) -> None:
-    assert main(["train", *TINY, "logger=none", f"data.root={data_root}", f"hydra.run.dir={tmp_path}",
+def test_unshaded_objects_need_the_shaded_output_and_the_real_states(data_root, tmp_path, capsys) -> None:
+    assert main(["train", *TINY, "logger=none", f"data.root={data_root}", f"hydra.run.dir={tmp_path / 'a'}",
                  "system.shade_objects=false"]) != 0
     assert "model.translator.shading_channels is 0; set it to 1" in capsys.readouterr().err
+    assert main(["train", *plain_folders(data_root), "logger=none", f"hydra.run.dir={tmp_path / 'b'}",
+                 "model.translator.shading_channels=1", "system.shade_objects=false"]) != 0
+    assert "system.shade_objects=false needs the real frames' robot states" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------- plain folders with real states
