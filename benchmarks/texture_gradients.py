@@ -1,6 +1,7 @@
 """What trains the texture: each generator term's gradient on the texture, at a run's checkpoint.
 
-The texture learns from every term that reads x_a, not from ℓTR alone (docs/method.md §4.6). Over a few
+Without the shaded output the texture learns from every term that reads x_a, not from ℓTR alone; with it, from the
+terms that compare its shaded pixels (docs/method.md §4.6). Over a few
 training batches, drawn and cropped as training draws them, this sums each weighted term's gradient on the
 texture's parameters and prints its norm and its cosine with ℓTR's (the term that asks the texture to look like
 the translation), then the same for the sum of all terms: the direction the texture actually moves in. Hydra

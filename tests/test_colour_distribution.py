@@ -71,10 +71,13 @@ def test_top_fraction_keeps_the_highest_positive_scores() -> None:
     assert top_fraction(score, torch.tensor(1.0)).sum().item() == 4  # zeros are never picked
 
 
-def test_the_step_charges_the_translated_objects_colours_and_trains_the_translator_and_texture(data_root) -> None:
+@pytest.mark.parametrize("shade_objects", [False, True])
+def test_the_step_charges_the_translated_objects_colours_and_trains_what_draws_them(data_root,
+                                                                                    shade_objects: bool) -> None:
+    """G_B draws the objects by default; shaded (system.shade_objects=true) their textures draw them too."""
     with initialize_config_module("triton_s2r.conf", version_base="1.3"):
         cfg = compose("train", overrides=["experiment=tiny", f"data.root={data_root}",
-                                          "loss.loss_weights.object_colours=1"])
+                                          "loss.loss_weights.object_colours=1", f"system.shade_objects={shade_objects}"])
     datamodule, system = build(cfg)
     system.attach_data(datamodule, torch.device("cpu"))
     batch = datamodule.transfer_batch_to_device(next(iter(datamodule.train_dataloader())), torch.device("cpu"), 0)
@@ -83,5 +86,9 @@ def test_the_step_charges_the_translated_objects_colours_and_trains_the_translat
     value = terms["object_colours"]
     assert math.isfinite(value.item()) and value.item() > 0
     value.backward()
-    for network in (system.model.generator_real, system.model.texture):
-        assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in network.parameters())
+
+    def trained(network: torch.nn.Module) -> bool:
+        return any(p.grad is not None and p.grad.abs().sum() > 0 for p in network.parameters())
+
+    assert trained(system.model.generator_real)
+    assert trained(system.model.texture) == shade_objects

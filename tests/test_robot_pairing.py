@@ -127,29 +127,31 @@ def test_a_shared_object_hint_gives_the_moving_objects_one_value_and_keeps_it_fo
 
 
 def test_unshaded_objects_keep_the_decoders_image_and_train(data_root, tmp_path) -> None:
-    """system.shade_objects=false: the moving objects are G_B's, the robot and table shaded; saved for inference."""
+    """The defaults (system.shade_objects=false): the moving objects are G_B's, the robot and table shaded; saved."""
     from triton_s2r.inference.translator import Translator
 
     out = tmp_path / "run"
     assert main(["train", *TINY, "logger=csv", f"data.root={data_root}", f"hydra.run.dir={out}", "trainer.max_epochs=1",
-                 "data.steps_per_epoch=2", "trainer.log_every_n_steps=1", "model.translator.shading_channels=1",
-                 "system.shade_objects=false"]) == 0
+                 "data.steps_per_epoch=2", "trainer.log_every_n_steps=1"]) == 0
     names = BenchmarkDataset.open(data_root).labels.names
-    shaded = Translator.from_run_dir(out, device="cpu").model.shaded_labels
+    model = Translator.from_run_dir(out, device="cpu").model
+    assert model.shading_channels == 1
     moving = [i + 1 for i, name in enumerate(names) if name not in (*ROBOT, "table")]
-    assert len(moving) >= 2 and not shaded[moving].any() and not shaded[0]
-    assert shaded[[i for i in range(1, len(names) + 1) if i not in moving]].all()
+    assert len(moving) >= 2 and not model.shaded_labels[moving].any() and not model.shaded_labels[0]
+    assert model.shaded_labels[[i for i in range(1, len(names) + 1) if i not in moving]].all()
     losses = [float(row["train/texture_reality"]) for row in metric_rows(out) if row.get("train/texture_reality")]
     assert losses and all(math.isfinite(v) for v in losses)
 
 
-def test_unshaded_objects_need_the_shaded_output_and_the_real_states(data_root, tmp_path, capsys) -> None:
-    assert main(["train", *TINY, "logger=none", f"data.root={data_root}", f"hydra.run.dir={tmp_path / 'a'}",
-                 "system.shade_objects=false"]) != 0
-    assert "model.translator.shading_channels is 0; set it to 1" in capsys.readouterr().err
-    assert main(["train", *plain_folders(data_root), "logger=none", f"hydra.run.dir={tmp_path / 'b'}",
-                 "model.translator.shading_channels=1", "system.shade_objects=false"]) != 0
-    assert "system.shade_objects=false needs the real frames' robot states" in capsys.readouterr().err
+def test_without_real_states_every_surface_is_shaded_and_says_so(data_root, tmp_path) -> None:
+    from triton_s2r.inference.translator import Translator
+
+    out = tmp_path / "run"
+    with pytest.warns(UserWarning, match="system.shade_objects=false: every surface is shaded for this run"):
+        assert main(["train", *plain_folders(data_root), "logger=none", f"hydra.run.dir={out}",
+                     "trainer.max_epochs=1", "data.steps_per_epoch=1"]) == 0
+    shaded = Translator.from_run_dir(out, device="cpu").model.shaded_labels
+    assert shaded[1:].all() and not shaded[0]
 
 
 # ---------------------------------------------------------------------------- plain folders with real states

@@ -151,8 +151,9 @@ class TritonSystem(pl.LightningModule):
             alone tell them apart; needs the real frames' states (docs/method.md §2.5).
         shade_objects: with the shaded output (``model.translator.shading_channels`` > 0), the moving objects
             show their shaded texture like the other surfaces (True) or G_B's own image (False: only the robot and
-            the static objects are shaded; ``TritonModel.draw_labels``); needs the real frames' states to tell
-            the moving objects (docs/method.md §3.3).
+            the static objects are shaded; ``TritonModel.draw_labels``). False needs the real frames' states to
+            tell the moving objects (without them every surface is shaded, with a warning); no effect without
+            shading (docs/method.md §3.3).
     """
 
     loss_terms: tuple[str, ...] = LOSS_TERMS
@@ -197,7 +198,7 @@ class TritonSystem(pl.LightningModule):
         object_crop_fraction: float = 0.25,
         object_crop_size: int = 64,
         shared_object_hint: bool = False,
-        shade_objects: bool = True,
+        shade_objects: bool = False,
     ) -> None:
         super().__init__()
         self.losses = losses
@@ -215,9 +216,6 @@ class TritonSystem(pl.LightningModule):
         if self.loss_weights.get("object_adversarial") and discriminator_object is None:
             raise ValueError("loss.loss_weights.object_adversarial needs model.discriminator_object; keep that group "
                              "of model/triton.yaml or set the weight to 0")
-        if not shade_objects and not model.shading_channels:
-            raise ValueError("system.shade_objects=false chooses which surfaces the shaded output shades, but "
-                             "model.translator.shading_channels is 0; set it to 1 or drop system.shade_objects")
         self.object_window = 2 * max(1, round(object_crop_fraction * crop_size / 2))
         if self.discriminator_object is not None and object_crop_size < self.discriminator_object.min_input_side():
             raise ValueError(f"system.object_crop_size {object_crop_size} is too small for model.discriminator_object "
@@ -336,13 +334,15 @@ class TritonSystem(pl.LightningModule):
         paired_terms = [name for name in ("robot_pairing", "texture_pairing", "object_adversarial", "object_colours")
                         if self.loss_weights.get(name)]
         shared_hint = bool(self.hparams.get("shared_object_hint"))
-        drawn_objects = not self.hparams.get("shade_objects", True)
+        drawn_objects = bool(self.model.shading_channels) and not self.hparams.get("shade_objects", True)
         real_states = datamodule is not None and datamodule.has_real_states
-        if (paired_terms or shared_hint or drawn_objects) and not real_states:
-            if drawn_objects:
-                raise ValueError("system.shade_objects=false needs the real frames' robot states to tell the moving "
-                                 "objects from the robot and the table, which plain folders have only with data.scene "
-                                 "and data.real_states (data/README.md); set system.shade_objects=true")
+        if drawn_objects and not real_states:
+            rank_zero_warn("system.shade_objects=false: every surface is shaded for this run, the moving objects too: "
+                           "telling them from the robot and the table needs the real frames' robot states, which "
+                           "plain folders have only with data.scene and data.real_states (data/README.md); set "
+                           "system.shade_objects=true to silence this")
+            drawn_objects = False
+        if (paired_terms or shared_hint) and not real_states:
             settings = [f"loss.loss_weights {paired_terms}"] * bool(paired_terms)
             settings += ["system.shared_object_hint"] * shared_hint
             rank_zero_warn(f"{' and '.join(settings)} off for this run: they need the real frames' robot states, "
