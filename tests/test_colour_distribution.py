@@ -76,8 +76,9 @@ def test_the_step_charges_the_translated_objects_colours_and_trains_what_draws_t
                                                                                     shade_objects: bool) -> None:
     """G_B draws the objects by default; shaded (system.shade_objects=true) their textures draw them too."""
     with initialize_config_module("triton_s2r.conf", version_base="1.3"):
-        cfg = compose("train", overrides=["experiment=tiny", f"data.root={data_root}",
-                                          "loss.loss_weights.object_colours=1", f"system.shade_objects={shade_objects}"])
+        overrides = ["experiment=tiny", f"data.root={data_root}", "loss.loss_weights.object_colours=1",
+                     f"system.shade_objects={shade_objects}"]
+        cfg = compose("train", overrides=overrides)
     datamodule, system = build(cfg)
     system.attach_data(datamodule, torch.device("cpu"))
     batch = datamodule.transfer_batch_to_device(next(iter(datamodule.train_dataloader())), torch.device("cpu"), 0)
