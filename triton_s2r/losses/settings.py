@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
@@ -57,6 +57,8 @@ class LossSettings:
             is differentiated twice on those batches only. 1: every batch.
         sim_clip_frames: N > 1: sim batches come in clips of N neighbouring frames and plain ℓUC compares only
             the frames of one clip (the chroma term still compares the whole batch); 1: the whole batch (paper).
+        label_colours: label name -> its colour in the photos, (r, g, b) in [0, 1] (sRGB, as the images), for the
+            ``label_colours`` term (docs/method.md §4.11); the labels not named have none (None: no label has).
 
     Raises:
         ValueError: a value outside its allowed set or range, naming the ``loss.`` key.
@@ -76,6 +78,7 @@ class LossSettings:
     r1_gamma: float = 0.0
     r1_interval: int = 1
     sim_clip_frames: int = 1
+    label_colours: Mapping[str, tuple[float, float, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name, allowed in (("gan_type", GAN_TYPES), ("criterion", CRITERIA), ("content_criterion", CRITERIA),
@@ -94,6 +97,16 @@ class LossSettings:
             raise ValueError(f"loss.surface_blur_sigma must be a finite number >= 0, got {self.surface_blur_sigma!r}")
         if not _is_finite_nonnegative(self.r1_gamma):
             raise ValueError(f"loss.r1_gamma must be a finite number >= 0, got {self.r1_gamma!r}")
+        colours = {}
+        for name, colour in (self.label_colours or {}).items():
+            values = tuple(colour) if isinstance(colour, (list, tuple)) else ()
+            if len(values) != 3 or not all(_is_finite_nonnegative(v) and v <= 1 for v in values):
+                raise ValueError(f"loss.label_colours.{name} must be three numbers in [0, 1] (r, g, b), got {colour!r}")
+            colours[str(name)] = tuple(float(v) for v in values)
+        object.__setattr__(self, "label_colours", MappingProxyType(colours))
+        if self.loss_weights.get("label_colours") and not colours:
+            raise ValueError("loss.loss_weights.label_colours is set but loss.label_colours names no label: give the "
+                             "labels' colours (e.g. loss.label_colours={can:[0.8,0.1,0.1]}) or set the weight to 0")
         weights = {}
         for name, weight in self.loss_weights.items():
             if not _is_finite_nonnegative(weight):
@@ -115,4 +128,5 @@ class LossSettings:
     def as_dict(self) -> dict[str, Any]:
         """Plain values (for hyperparameters and logs): ``LossSettings(**settings.as_dict())`` is ``settings``."""
         plain = {f.name: getattr(self, f.name) for f in fields(self)}
-        return {**plain, "loss_weights": dict(self.loss_weights)}
+        return {**plain, "loss_weights": dict(self.loss_weights),
+                "label_colours": {name: list(colour) for name, colour in self.label_colours.items()}}

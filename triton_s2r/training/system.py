@@ -53,11 +53,12 @@ from triton_s2r.losses import (
     texture_reality_target,
 )
 from triton_s2r.losses.colour_distribution import colour_distribution_loss, top_fraction
+from triton_s2r.losses.label_colours import label_colour_loss
 from triton_s2r.losses.settings import LossSettings
 from triton_s2r.models.discriminator import MultiScaleDiscriminator
 from triton_s2r.models.triton import SimBatch, TritonModel, to_unit
 from triton_s2r.render.gbuffer import VOID, GBuffer
-from triton_s2r.render.scene import FrameState
+from triton_s2r.render.scene import FrameState, LabelTable
 from triton_s2r.training.background_compile import BackgroundCompile
 from triton_s2r.training.callbacks import (
     CompileNotice,
@@ -79,7 +80,8 @@ if TYPE_CHECKING:
     from triton_s2r.data.datamodule import TritonDataModule
 
 LOSS_TERMS = ("adversarial", "reconstruction", "content", "cycle", "surface_consistency", "surface_chroma_consistency",
-              "texture_reality", "robot_pairing", "texture_pairing", "object_adversarial", "object_colours")
+              "texture_reality", "robot_pairing", "texture_pairing", "object_adversarial", "object_colours",
+              "label_colours")
 OBJECT_COLOUR_DIRECTIONS = 16  # object_colours: random directions of colour space per batch (sliced Wasserstein)
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
@@ -247,6 +249,7 @@ class TritonSystem(pl.LightningModule):
         self._render = None  # (scene, states, rasterizer) when the sim domain is rendered in the loop
         self._robot_views: RobotViews | None = None  # the real frames' robot and static objects
         self._background_labels: list[int] = []
+        self._label_colours: tuple[Tensor, Tensor] | None = None  # (targets (K+1, 3), has_target (K+1,)), on the device
         self._phase_gradients = PhaseGradients()  # under DDP: which gradients the next backward pass averages
         if channels_last:
             for net in (model.generator_sim, model.generator_real, discriminator_sim, discriminator_real):
@@ -330,6 +333,8 @@ class TritonSystem(pl.LightningModule):
         labels = datamodule.labels if datamodule is not None else None
         # val/psnr_masked scores objects and robot, as eval's psnr_masked: the table is background.
         self._background_labels = [labels.id_of("table")] if labels is not None and "table" in labels.names else []
+        if self.loss_weights.get("label_colours") and labels is not None:
+            self._label_colours = self._label_colour_targets(labels, device)
         rendered_sim = datamodule is not None and datamodule.sim_source == "render"
         paired_terms = [name for name in ("robot_pairing", "texture_pairing", "object_adversarial", "object_colours")
                         if self.loss_weights.get(name)]
@@ -618,6 +623,21 @@ class TritonSystem(pl.LightningModule):
             return reconstruction_loss(out.robot_projection[:, :3].float(), out.real.float(), "l1",
                                        mask=out.robot_label != VOID)
 
+    def _label_colour_targets(self, labels: LabelTable, device: torch.device) -> tuple[Tensor, Tensor]:
+        """``loss.label_colours`` as (K+1, 3) targets in [0, 1] and a (K+1,) mask, by label id (void: none).
+
+        Raises:
+            ValueError: a name that is not one of the data's labels.
+        """
+        ids = labels.num_labels + 1
+        targets, has_target = torch.zeros(ids, 3), torch.zeros(ids, dtype=torch.bool)
+        for name, colour in self.losses.label_colours.items():
+            if name not in labels.names:
+                raise ValueError(f"loss.label_colours names {name!r}, which is not a label of the data; its labels are "
+                                 f"{list(labels.names)}")
+            targets[labels.id_of(name)], has_target[labels.id_of(name)] = torch.tensor(colour), True
+        return targets.to(device), has_target.to(device)
+
     def _object_colours(self, out: Forward) -> Tensor:
         """Sliced Wasserstein distance of the translated objects' colours to the photos' unexplained pixels' colours.
 
@@ -696,6 +716,10 @@ class TritonSystem(pl.LightningModule):
             terms["texture_pairing"] = self._texture_pairing(out)
         if w["object_colours"]:
             terms["object_colours"] = self._object_colours(out)
+        if w["label_colours"]:
+            assert self._label_colours is not None, "attach_data sets the label colours"
+            with torch.autocast(self.device.type, enabled=False):  # x_ab in [-1, 1], the colours in [0, 1]
+                terms["label_colours"] = label_colour_loss(x_ab.float() * 0.5 + 0.5, out.label, *self._label_colours)
         with torch.autocast(self.device.type, enabled=False):
             if w["surface_consistency"] and surface_losses_on:
                 terms["surface_consistency"] = surface_consistency_loss(

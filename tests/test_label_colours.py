@@ -1,0 +1,78 @@
+"""The label-colour term: each label's mean colour in the translation against a colour the user gives."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hydra import compose, initialize_config_module
+
+from triton_s2r.losses.label_colours import label_colour_loss, label_mean_colours
+from triton_s2r.losses.settings import LossSettings
+from triton_s2r.train import build
+
+
+def test_mean_colours_and_counts_per_label() -> None:
+    image = torch.zeros(1, 3, 2, 2)
+    image[0, 0] = torch.tensor([[1.0, 0.0], [0.5, 0.0]])  # red: 1 and 0.5 on label 1, 0 on label 2
+    label = torch.tensor([[[1, 2], [1, 2]]])
+    means, counts = label_mean_colours(image, label, 4)
+    assert counts.tolist() == [0.0, 2.0, 2.0, 0.0]
+    assert means[1].tolist() == [0.75, 0.0, 0.0] and means[2].tolist() == [0.0, 0.0, 0.0]
+    assert means[3].tolist() == [0.0, 0.0, 0.0]  # no pixel: zeros, not NaN
+
+
+def test_the_loss_averages_the_labels_with_a_colour_and_pixels_only() -> None:
+    image = torch.full((2, 3, 4, 4), 0.5, requires_grad=True)
+    label = torch.ones(2, 4, 4, dtype=torch.long)
+    label[:, :, 2:] = 2
+    targets = torch.tensor([[0.0, 0.0, 0.0], [0.5, 0.5, 0.5], [1.0, 0.5, 0.5], [0.0, 0.0, 0.0]])
+    has_target = torch.tensor([False, True, True, True])  # label 3 has a colour but no pixel
+    loss = label_colour_loss(image, label, targets, has_target)
+    # label 1 matches its colour (0), label 2 is 0.5 off in red only: (0.25 / 3) / 2 labels
+    assert loss.item() == pytest.approx(0.25 / 3 / 2)
+    loss.backward()
+    assert image.grad is not None
+    assert (image.grad[:, :, :, :2] == 0).all() and (image.grad[:, 0, :, 2:] < 0).all()
+    assert (image.grad[:, 1:, :, 2:] == 0).all()
+    none = torch.zeros(4, dtype=torch.bool)
+    assert label_colour_loss(image, label, targets, none).item() == 0.0
+
+
+@pytest.mark.parametrize("colour", [[1.0, 2.0, 0.0], [0.5, 0.5], "red", [math.nan, 0.0, 0.0]])
+def test_a_colour_outside_rgb_in_0_1_is_refused_by_name(colour) -> None:
+    with pytest.raises(ValueError, match=r"loss\.label_colours\.can must be three numbers in \[0, 1\]"):
+        LossSettings(loss_weights={}, label_colours={"can": colour})
+
+
+def test_the_weight_without_colours_is_refused() -> None:
+    with pytest.raises(ValueError, match="loss.label_colours names no label"):
+        LossSettings(loss_weights={"label_colours": 1.0})
+    settings = LossSettings(loss_weights={"label_colours": 1.0}, label_colours={"can": [0.8, 0.1, 0.1]})
+    assert LossSettings(**settings.as_dict()) == settings
+
+
+def test_the_step_pulls_the_named_labels_towards_their_colours(data_root) -> None:
+    with initialize_config_module("triton_s2r.conf", version_base="1.3"):
+        cfg = compose("train", overrides=["experiment=tiny", f"data.root={data_root}",
+                                          "loss.loss_weights.label_colours=1",
+                                          "loss.label_colours={block_a:[1.0,0.0,0.0],table:[0.0,0.0,1.0]}"])
+    datamodule, system = build(cfg)
+    system.attach_data(datamodule, torch.device("cpu"))
+    batch = datamodule.transfer_batch_to_device(next(iter(datamodule.train_dataloader())), torch.device("cpu"), 0)
+    torch.manual_seed(0)
+    terms = system._generator_terms(system._forward(system._inputs(batch)))
+    value = terms["label_colours"]
+    assert math.isfinite(value.item()) and value.item() > 0
+    value.backward()
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in system.model.generator_real.parameters())
+
+
+def test_a_colour_for_a_label_the_data_lacks_names_the_labels(data_root) -> None:
+    with initialize_config_module("triton_s2r.conf", version_base="1.3"):
+        cfg = compose("train", overrides=["experiment=tiny", f"data.root={data_root}",
+                                          "loss.loss_weights.label_colours=1", "loss.label_colours={mug:[1,0,0]}"])
+    datamodule, system = build(cfg)
+    with pytest.raises(ValueError, match=r"loss\.label_colours names 'mug'.*its labels are \[.*'table'"):
+        system.attach_data(datamodule, torch.device("cpu"))
