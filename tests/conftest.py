@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from hydra import compose, initialize_config_module
 from tiny_assets import TINY_DATASET, TINY_RUN, read_manifest
 
 from triton_s2r.cli import main
+from triton_s2r.train import build
 
 os.environ.setdefault("WANDB_MODE", "disabled")  # tests never touch the network
 # One CPU thread per process (subprocesses inherit it) unless the caller says otherwise: the tiny networks gain
@@ -53,6 +55,22 @@ def data_root(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def manifest(data_root) -> dict:
     return read_manifest(data_root)
+
+
+@pytest.fixture
+def first_batch_terms(data_root):
+    """A function of Hydra overrides: the tiny experiment's system with them, and its first batch's generator terms."""
+
+    def terms(*overrides: str):
+        with initialize_config_module("triton_s2r.conf", version_base="1.3"):
+            cfg = compose("train", overrides=["experiment=tiny", f"data.root={data_root}", *overrides])
+        datamodule, system = build(cfg)
+        system.attach_data(datamodule, torch.device("cpu"))
+        batch = datamodule.transfer_batch_to_device(next(iter(datamodule.train_dataloader())), torch.device("cpu"), 0)
+        torch.manual_seed(0)
+        return system, system._generator_terms(system._forward(system._inputs(batch)))
+
+    return terms
 
 
 @pytest.fixture(scope="session")

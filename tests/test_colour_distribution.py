@@ -6,10 +6,8 @@ import math
 
 import pytest
 import torch
-from hydra import compose, initialize_config_module
 
 from triton_s2r.losses.colour_distribution import colour_distribution_loss, masked_quantiles, top_fraction
-from triton_s2r.train import build
 
 AXES = torch.eye(3)
 
@@ -72,18 +70,10 @@ def test_top_fraction_keeps_the_highest_positive_scores() -> None:
 
 
 @pytest.mark.parametrize("shade_objects", [False, True])
-def test_the_step_charges_the_translated_objects_colours_and_trains_what_draws_them(data_root,
+def test_the_step_charges_the_translated_objects_colours_and_trains_what_draws_them(first_batch_terms,
                                                                                     shade_objects: bool) -> None:
     """G_B draws the objects by default; shaded (system.shade_objects=true) their textures draw them too."""
-    with initialize_config_module("triton_s2r.conf", version_base="1.3"):
-        overrides = ["experiment=tiny", f"data.root={data_root}", "loss.loss_weights.object_colours=1",
-                     f"system.shade_objects={shade_objects}"]
-        cfg = compose("train", overrides=overrides)
-    datamodule, system = build(cfg)
-    system.attach_data(datamodule, torch.device("cpu"))
-    batch = datamodule.transfer_batch_to_device(next(iter(datamodule.train_dataloader())), torch.device("cpu"), 0)
-    torch.manual_seed(0)
-    terms = system._generator_terms(system._forward(system._inputs(batch)))
+    system, terms = first_batch_terms("loss.loss_weights.object_colours=1", f"system.shade_objects={shade_objects}")
     value = terms["object_colours"]
     assert math.isfinite(value.item()) and value.item() > 0
     value.backward()

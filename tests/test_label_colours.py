@@ -53,16 +53,9 @@ def test_the_weight_without_colours_is_refused() -> None:
     assert LossSettings(**settings.as_dict()) == settings
 
 
-def test_the_step_pulls_the_named_labels_towards_their_colours(data_root) -> None:
-    with initialize_config_module("triton_s2r.conf", version_base="1.3"):
-        cfg = compose("train", overrides=["experiment=tiny", f"data.root={data_root}",
-                                          "loss.loss_weights.label_colours=1",
-                                          "loss.label_colours={block_a:[1.0,0.0,0.0],table:[0.0,0.0,1.0]}"])
-    datamodule, system = build(cfg)
-    system.attach_data(datamodule, torch.device("cpu"))
-    batch = datamodule.transfer_batch_to_device(next(iter(datamodule.train_dataloader())), torch.device("cpu"), 0)
-    torch.manual_seed(0)
-    terms = system._generator_terms(system._forward(system._inputs(batch)))
+def test_the_step_pulls_the_named_labels_towards_their_colours(first_batch_terms) -> None:
+    system, terms = first_batch_terms("loss.loss_weights.label_colours=1",
+                                      "loss.label_colours={block_a:[1.0,0.0,0.0],table:[0.0,0.0,1.0]}")
     value = terms["label_colours"]
     assert math.isfinite(value.item()) and value.item() > 0
     value.backward()
