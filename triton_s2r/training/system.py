@@ -634,7 +634,7 @@ class TritonSystem(pl.LightningModule):
         for name, colour in self.losses.label_colours.items():
             if name not in labels.names:
                 raise ValueError(f"loss.label_colours names {name!r}, which is not a label of the data; its labels are "
-                                 f"{list(labels.names)}")
+                                 f"{list(labels.names)}: name one of them or drop the entry")
             targets[labels.id_of(name)], has_target[labels.id_of(name)] = torch.tensor(colour), True
         return targets.to(device), has_target.to(device)
 
