@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import math
+import re
 
+import cv2
+import numpy as np
 import pytest
 import torch
 from hydra import compose, initialize_config_module
 
+from triton_s2r.cli import main
+from triton_s2r.data.datasets import BenchmarkDataset
+from triton_s2r.data.label_colours import measure_label_colours
 from triton_s2r.losses.label_colours import label_colour_loss, label_mean_colours
 from triton_s2r.losses.settings import LossSettings
 from triton_s2r.train import build
@@ -69,3 +75,43 @@ def test_a_colour_for_a_label_the_data_lacks_names_the_labels(data_root) -> None
     datamodule, system = build(cfg)
     with pytest.raises(ValueError, match=r"loss\.label_colours names 'mug'.*its labels are \[.*'table'"):
         system.attach_data(datamodule, torch.device("cpu"))
+
+
+def test_measured_colours_are_each_labels_mean_over_its_pixels(data_root) -> None:
+    dataset = BenchmarkDataset.open(data_root)
+    colours, counts = measure_label_colours(data_root, split="train_real", every=2)
+    sums: dict[str, np.ndarray] = {}
+    pixels: dict[str, int] = {}
+    for index in (0, 2):  # every second of the split's 4 frames
+        label = dataset.uvl_frames("train_real")[index].label[0].numpy()
+        photo = cv2.imread(str(dataset.frame_paths("train_real", "real")[index]))[..., ::-1] / 255.0
+        for name in dataset.labels.names:
+            mask = label == dataset.labels.id_of(name)
+            sums[name] = sums.get(name, np.zeros(3)) + photo[mask].sum(axis=0)
+            pixels[name] = pixels.get(name, 0) + int(mask.sum())
+    shown = [name for name in dataset.labels.names if pixels[name]]
+    assert list(colours) == shown and len(shown) >= 5
+    for name in shown:
+        assert counts[name] == pixels[name]
+        assert colours[name] == pytest.approx(tuple(sums[name] / pixels[name]), abs=1e-6)
+
+
+def test_the_printed_override_trains(data_root, capsys, first_batch_terms) -> None:
+    assert main(["label-colours", str(data_root), "--labels", "block_a,can"]) == 0
+    override = re.search(r"'(loss\.label_colours=\{.*\})'", capsys.readouterr().out)
+    assert override is not None and re.fullmatch(r"loss\.label_colours=\{block_a:\[[\d.,]+\],can:\[[\d.,]+\]\}",
+                                                 override.group(1))
+    system, terms = first_batch_terms("loss.loss_weights.label_colours=1", override.group(1))
+    colours = dict(system.losses.label_colours)
+    assert list(colours) == ["block_a", "can"] and all(0 <= v <= 1 for c in colours.values() for v in c)
+    assert math.isfinite(terms["label_colours"].item())
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"split": "train_sim"}, r"split 'train_sim' has no photos paired with UVL frames.*choose one of \['train_real'"),
+    ({"names": ["cup"]}, r"'cup' is not a label of the dataset; its labels: table, "),
+    ({"every": 0}, "every must be at least 1"),
+])
+def test_measuring_colours_where_it_cannot_says_why(data_root, kwargs, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        measure_label_colours(data_root, **kwargs)

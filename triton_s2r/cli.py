@@ -9,6 +9,7 @@ Examples::
     triton-s2r export-textures outputs/runs/tiny --out outputs/textures/tiny
     triton-s2r eval outputs/runs/tiny outputs/data/tiny --out outputs/eval/tiny.json
     triton-s2r downstream outputs/data/tiny --train-on real --out outputs/downstream/real.json
+    triton-s2r label-colours outputs/data/small --labels block_a,block_b,block_c,ball,can
     triton-s2r render-sim examples/xarm/scene.yaml examples/xarm/trajectory.csv --out outputs/xarm
 """
 
@@ -117,6 +118,19 @@ def _export_textures(args: argparse.Namespace) -> int:
         print("  no meshes: the run keeps no scene (it was trained on plain UVL folders)")
     if result.scene_glb:
         print(f"  whole scene (first test frame's poses): {result.scene_glb.resolve()}")
+    return 0
+
+
+def _label_colours(args: argparse.Namespace) -> int:
+    from triton_s2r.data.label_colours import label_colours_override, measure_label_colours
+
+    colours, counts = measure_label_colours(args.dataset_dir, split=args.split, every=args.every, names=args.labels)
+    frames = "every frame" if args.every == 1 else f"one frame in {args.every}"
+    print(f"mean colours (r, g, b in [0, 1]) over split {args.split!r}, {frames}:")
+    for name, colour in colours.items():
+        print(f"  {name:<12} {colour[0]:.3f} {colour[1]:.3f} {colour[2]:.3f}  ({counts[name]} pixels)")
+    print("training override (docs/method.md §4.11; with loss.loss_weights.label_colours=100):")
+    print(f"  '{label_colours_override(colours)}'")
     return 0
 
 
@@ -244,6 +258,29 @@ def _add_export_textures_command(sub: argparse._SubParsersAction) -> None:
     export.add_argument("--out", type=Path, required=True, help="output folder")
     export.add_argument("--resolution", type=int, default=1024, help="texture size in pixels")
     export.set_defaults(func=_export_textures)
+
+
+def _add_label_colours_command(sub: argparse._SubParsersAction) -> None:
+    """Add the ``label-colours`` subcommand (its arguments and handler) to ``sub``."""
+    colours = sub.add_parser(
+        "label-colours",
+        help="each label's mean colour in a dataset's paired photos, as the training override of the optional "
+        "label-colour term",
+        description="Read each label's mean colour over its pixels in the photos of SPLIT, where the photos come "
+        "with UVL frames of the same states (the benchmark's train_real and test; or a few of your own photos "
+        "with UVL frames rendered from their states), and print them with the Hydra override "
+        "loss.label_colours={...} for the label-colour term (docs/method.md §4.11), which tells the objects their "
+        "colours when the unpaired terms cannot. Name the labels to give (--labels): the runs measured gave the "
+        "moving objects only. Example: triton-s2r label-colours outputs/data/small --labels "
+        "block_a,block_b,block_c,ball,can",
+        formatter_class=HelpFormatter,
+    )
+    colours.add_argument("dataset_dir", type=Path, help="dataset folder (dataset.yaml)")
+    colours.add_argument("--split", default="train_real", help="a split with photos and UVL frames")
+    colours.add_argument("--every", type=int, default=1, help="use every N-th frame of the split")
+    colours.add_argument("--labels", type=lambda text: [n for n in text.split(",") if n], default=None,
+                         metavar="NAME,NAME", help="labels to measure, comma-separated (default: every label shown)")
+    colours.set_defaults(func=_label_colours)
 
 
 def _add_train_command(sub: argparse._SubParsersAction) -> None:
@@ -410,7 +447,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in (_add_demo_command, _add_translate_command, _add_export_textures_command, _add_train_command,
-                _add_eval_command, _add_downstream_command, _add_make_dataset_command, _add_render_sim_command):
+                _add_eval_command, _add_downstream_command, _add_label_colours_command, _add_make_dataset_command,
+                _add_render_sim_command):
         add(sub)
     return parser
 
