@@ -46,9 +46,16 @@ def test_the_loss_averages_the_labels_with_a_colour_and_pixels_only() -> None:
     assert label_colour_loss(image, label, targets, none).item() == 0.0
 
 
-@pytest.mark.parametrize("colour", [[1.0, 2.0, 0.0], [0.5, 0.5], "red", [math.nan, 0.0, 0.0]])
+def test_a_colour_may_be_a_hex_string_as_colour_pickers_give_it() -> None:
+    settings = LossSettings(loss_weights={"label_colours": 1.0}, label_colours={"can": "#FF8000", "ball": [0, 0, 1]})
+    assert settings.label_colours["can"] == (1.0, 128 / 255, 0.0)
+    assert settings.label_colours["ball"] == (0.0, 0.0, 1.0)
+
+
+@pytest.mark.parametrize("colour", [[1.0, 2.0, 0.0], [0.5, 0.5], "red", "#ff800", [math.nan, 0.0, 0.0]])
 def test_a_colour_outside_rgb_in_0_1_is_refused_by_name(colour) -> None:
-    with pytest.raises(ValueError, match=r"loss\.label_colours\.can must be three numbers in \[0, 1\]"):
+    message = r"loss\.label_colours\.can must be three numbers in \[0, 1\] \(r, g, b\) or a hex string '#rrggbb'"
+    with pytest.raises(ValueError, match=message):
         LossSettings(loss_weights={}, label_colours={"can": colour})
 
 
@@ -61,9 +68,12 @@ def test_the_weight_without_colours_is_refused() -> None:
 
 def test_the_step_pulls_the_named_labels_towards_their_colours(first_batch_terms) -> None:
     system, terms = first_batch_terms("loss.loss_weights.label_colours=1",
-                                      "loss.label_colours={block_a:[1.0,0.0,0.0],table:[0.0,0.0,1.0]}")
+                                      "loss.label_colours={block_a:[1.0,0.0,0.0],table:'#0000ff'}")
     value = terms["label_colours"]
     assert math.isfinite(value.item()) and value.item() > 0
+    targets, has_target = system._label_colours
+    assert targets[1].tolist() == [0.0, 0.0, 1.0]  # the table, by hex string
+    assert has_target.tolist() == [False, True] + [False] * 3 + [True] + [False] * 4  # the table and block_a
     value.backward()
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in system.model.generator_real.parameters())
 

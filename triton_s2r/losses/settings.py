@@ -8,6 +8,7 @@ Values are checked once, when the settings are made; the system then reads ``los
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
@@ -21,6 +22,19 @@ from triton_s2r.losses.texture_reality import TARGETS, TRAINS
 def _is_finite_nonnegative(value: object) -> bool:
     """Whether ``value`` is an int or float (not a bool), finite and >= 0."""
     return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
+
+
+def _rgb(name: object, colour: object) -> tuple[float, float, float]:
+    """``loss.label_colours.NAME`` as (r, g, b) in [0, 1]: from three numbers in [0, 1] or a ``"#rrggbb"`` string."""
+    if isinstance(colour, str) and re.fullmatch(r"#[0-9a-fA-F]{6}", colour):
+        r, g, b = (int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+        return r, g, b
+    values = tuple(colour) if isinstance(colour, (list, tuple)) else ()
+    if len(values) != 3 or not all(_is_finite_nonnegative(v) and v <= 1 for v in values):
+        raise ValueError(f"loss.label_colours.{name} must be three numbers in [0, 1] (r, g, b) or a hex string "
+                         f"'#rrggbb', got {colour!r}")
+    r, g, b = (float(v) for v in values)
+    return r, g, b
 
 
 @dataclass(frozen=True)
@@ -57,8 +71,9 @@ class LossSettings:
             is differentiated twice on those batches only. 1: every batch.
         sim_clip_frames: N > 1: sim batches come in clips of N neighbouring frames and plain ℓUC compares only
             the frames of one clip (the chroma term still compares the whole batch); 1: the whole batch (paper).
-        label_colours: label name -> its colour in the photos, (r, g, b) in [0, 1] (sRGB, as the images), for the
-            ``label_colours`` term (docs/method.md §4.11); the labels not named have none (None: no label has).
+        label_colours: label name -> its colour in the photos, (r, g, b) in [0, 1] or a hex string ``"#rrggbb"``
+            (sRGB, as the images; kept as (r, g, b)), for the ``label_colours`` term (docs/method.md §4.11); the
+            labels not named have none (None: no label has).
 
     Raises:
         ValueError: a value outside its allowed set or range, naming the ``loss.`` key.
@@ -97,12 +112,7 @@ class LossSettings:
             raise ValueError(f"loss.surface_blur_sigma must be a finite number >= 0, got {self.surface_blur_sigma!r}")
         if not _is_finite_nonnegative(self.r1_gamma):
             raise ValueError(f"loss.r1_gamma must be a finite number >= 0, got {self.r1_gamma!r}")
-        colours = {}
-        for name, colour in (self.label_colours or {}).items():
-            values = tuple(colour) if isinstance(colour, (list, tuple)) else ()
-            if len(values) != 3 or not all(_is_finite_nonnegative(v) and v <= 1 for v in values):
-                raise ValueError(f"loss.label_colours.{name} must be three numbers in [0, 1] (r, g, b), got {colour!r}")
-            colours[str(name)] = tuple(float(v) for v in values)
+        colours = {str(name): _rgb(name, colour) for name, colour in (self.label_colours or {}).items()}
         object.__setattr__(self, "label_colours", MappingProxyType(colours))
         if self.loss_weights.get("label_colours") and not colours:
             raise ValueError("loss.loss_weights.label_colours is set but loss.label_colours names no label: give the "
