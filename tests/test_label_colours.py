@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import shutil
 
 import cv2
 import numpy as np
@@ -125,3 +126,12 @@ def test_the_printed_override_trains(data_root, capsys, first_batch_terms) -> No
 def test_measuring_colours_where_it_cannot_says_why(data_root, kwargs, message) -> None:
     with pytest.raises(ValueError, match=message):
         measure_label_colours(data_root, **kwargs)
+
+
+def test_photos_of_another_size_than_their_uvl_frames_are_refused(data_root, tmp_path) -> None:
+    root = tmp_path / "tiny"
+    shutil.copytree(data_root, root)
+    for path in (root / "train_real" / "real").glob("*.png"):
+        cv2.imwrite(str(path), cv2.resize(cv2.imread(str(path)), (16, 16)))
+    with pytest.raises(ValueError, match=r"train_real/real holds 16x16 photos but the dataset's frames are 32x32"):
+        measure_label_colours(root)

@@ -33,7 +33,7 @@ def measure_label_colours(root: str | os.PathLike, *, split: str = "train_real",
         count over the frames used.
 
     Raises:
-        DatasetError: the split is not paired, a UVL frame and its photo differ in size, or a named label is not a
+        DatasetError: the split is not paired, its photos and UVL frames differ in size, or a named label is not a
             label of the dataset or never shows in the frames used.
         ValueError: ``every`` below 1.
     """
@@ -51,15 +51,15 @@ def measure_label_colours(root: str | os.PathLike, *, split: str = "train_real",
     if unknown:
         raise DatasetError(f"{dataset.root}: {', '.join(map(repr, unknown))} is not a label of the dataset; its "
                            f"labels: {', '.join(labels.names)}")
-    uvl, photos = dataset.uvl_frames(split), dataset.photos(split)
+    uvl, photos = dataset.uvl_frames(split), dataset.photos(split)  # the UVL frames are checked at their size
+    if photos.size != dataset.resolution:
+        raise DatasetError(f"{photos.folder} holds {photos.size[0]}x{photos.size[1]} photos but the dataset's frames "
+                           f"are {dataset.resolution[0]}x{dataset.resolution[1]}: paired frames must be pixel-aligned; "
+                           "rebuild the split")
     sums = torch.zeros(labels.num_labels + 1, 3, dtype=torch.float64)
     counts = torch.zeros(labels.num_labels + 1, dtype=torch.float64)
     for index in range(0, len(uvl), every):
         label, photo = uvl[index].label, photos[index]  # (1, H, W), (3, H, W)
-        if photo.shape[1:] != label.shape[1:]:
-            raise DatasetError(f"{photos.files[index]} is {photo.shape[1]}x{photo.shape[2]} but its UVL frame "
-                               f"{uvl.files[index]} is {label.shape[1]}x{label.shape[2]}: paired frames must be "
-                               "pixel-aligned; rebuild the split")
         means, frame_counts = label_mean_colours(photo[None], label, labels.num_labels + 1)
         sums += means.double() * frame_counts.double()[:, None]
         counts += frame_counts.double()
