@@ -67,6 +67,51 @@ def test_the_robot_is_rendered_where_the_paired_frames_show_it_and_the_objects_a
     assert (rendered.label == dataset.labels.id_of("table")).any()  # static objects stay
 
 
+def test_tracked_objects_are_rendered_where_the_paired_frames_show_them_and_compared(data_root) -> None:
+    dataset = BenchmarkDataset.open(data_root)
+    scene = load_scene(dataset.scene_file)
+    views = RobotViews.from_states(scene, dataset.states("train_real"), ROBOT, make_rasterizer("embree"), tracked=True)
+    names = dataset.labels.names
+    objects = torch.tensor([i + 1 for i, n in enumerate(names) if n not in (*ROBOT, "table")])
+    assert set(views.label_ids.tolist()) == {names.index(n) + 1 for n in ROBOT} | set(objects.tolist())
+    assert views.object_ids.numel() == 0  # every place is known: nothing left to G_B
+    height, width = dataset.resolution
+    crop = min(height, width)
+    rendered = views.render([0, 1], (height, width), torch.tensor([[0, 0], [0, 0]]), crop)
+    paired = dataset.uvl_frames("train_real")
+    shown = 0
+    for b in range(2):
+        reference = paired[b].label[0][:crop, :crop]
+        on_objects = torch.isin(reference, objects)
+        shown += int(on_objects.sum())
+        assert torch.equal(rendered.label[b][on_objects], reference[on_objects])
+    assert shown > 20
+
+
+def test_tracked_objects_need_states_that_pose_them(xarm_folders) -> None:
+    scene, states = folders_data(xarm_folders).real_robot_states()  # the joints-only log: no object posed
+    with pytest.raises(ValueError, match=r"system.tracked_objects=true, but the real frames' states pose no object "
+                                         r"that moves.*or set system.tracked_objects=false"):
+        RobotViews.from_states(scene, states, XARM_ROBOT, make_rasterizer("embree"), tracked=True)
+
+
+def test_tracked_objects_train_shaded_with_their_textures_paired(data_root, tmp_path) -> None:
+    """With system.tracked_objects the moving objects are shaded (not G_B's) and robot pairing compares them."""
+    from triton_s2r.inference.translator import Translator
+
+    system, inputs = first_batch(data_root, "system.tracked_objects=true")
+    out = system._forward(inputs)
+    assert out.robot_label is not None
+    names = BenchmarkDataset.open(data_root).labels.names
+    moving = [i + 1 for i, name in enumerate(names) if name not in (*ROBOT, "table")]
+    assert torch.isin(out.robot_label, torch.tensor(moving)).any()  # the photos' objects are rendered
+    run = tmp_path / "run"
+    assert main(["train", *TINY, "logger=none", f"data.root={data_root}", f"hydra.run.dir={run}",
+                 "trainer.max_epochs=1", "data.steps_per_epoch=1", "system.tracked_objects=true"]) == 0
+    shaded = Translator.from_run_dir(run, device="cpu").model.shaded_labels
+    assert shaded[1:].all() and not shaded[0]
+
+
 def test_robot_labels_must_name_the_robot(data_root) -> None:
     with pytest.raises(ValueError, match=r"system.robot_pairing_labels \['gripper'\]: \['gripper'\] not among"):
         views_of(BenchmarkDataset.open(data_root), ("gripper",))
@@ -192,6 +237,8 @@ def test_plain_folders_render_the_robot_of_each_photo_from_its_logged_joints(xar
     assert {o.name for o in scene.objects} == {o.name for o in load_scene(XARM / "scene.yaml").objects} - {
         "table", "cube", "can"}  # objects the log does not pose are left out
     views = RobotViews.from_states(scene, states, XARM_ROBOT, make_rasterizer("embree"))
+    # and drawn by G_B with the shaded output, as objects that move: their place in the photos is unknown
+    assert set(views.object_ids.tolist()) == {data.labels.id_of(n) for n in ("table", "cube", "can")}
     frames, offsets = [0, 6, 11], torch.tensor([[0, 0], [0, 16], [0, 9]])
     rendered = views.render(frames, (64, 80), offsets, 64)
     sim = UVLFrames(xarm_folders / "sim" / "uvl", data.labels)  # the same trajectory, every object posed

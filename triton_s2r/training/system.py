@@ -151,6 +151,10 @@ class TritonSystem(pl.LightningModule):
         shared_object_hint: the moving objects (the labels neither of ``robot_pairing_labels`` nor posed alike in
             every real frame) share one value in x_a's hint (``SimInput.share_label_hint``), so their textures
             alone tell them apart; needs the real frames' states (docs/method.md §2.5).
+        tracked_objects: the real frames' states pose the objects that move as well (tracked by tags, motion
+            capture or a pose estimator): the renders of ``robot_pairing`` and ``texture_pairing`` show them, the
+            first compares their pixels with the robot's, the second fits their textures to the photos, and the
+            shaded output shades them like the robot (docs/method.md §4.7).
         shade_objects: with the shaded output (``model.translator.shading_channels`` > 0), the moving objects
             show their shaded texture like the other surfaces (True) or G_B's own image (False: only the robot and
             the static objects are shaded; ``TritonModel.draw_labels``). False needs the real frames' states to
@@ -200,6 +204,7 @@ class TritonSystem(pl.LightningModule):
         object_crop_fraction: float = 0.25,
         object_crop_size: int = 64,
         shared_object_hint: bool = False,
+        tracked_objects: bool = False,
         shade_objects: bool = False,
     ) -> None:
         super().__init__()
@@ -339,6 +344,7 @@ class TritonSystem(pl.LightningModule):
         paired_terms = [name for name in ("robot_pairing", "texture_pairing", "object_adversarial", "object_colours")
                         if self.loss_weights.get(name)]
         shared_hint = bool(self.hparams.get("shared_object_hint"))
+        tracked = bool(self.hparams.get("tracked_objects"))
         drawn_objects = bool(self.model.shading_channels) and not self.hparams.get("shade_objects", True)
         real_states = datamodule is not None and datamodule.has_real_states
         if drawn_objects and not real_states:
@@ -347,9 +353,9 @@ class TritonSystem(pl.LightningModule):
                            "plain folders have only with data.scene and data.real_states (data/README.md); set "
                            "system.shade_objects=true to silence this")
             drawn_objects = False
-        if (paired_terms or shared_hint) and not real_states:
+        if (paired_terms or shared_hint or tracked) and not real_states:
             settings = [f"loss.loss_weights {paired_terms}"] * bool(paired_terms)
-            settings += ["system.shared_object_hint"] * shared_hint
+            settings += ["system.shared_object_hint"] * shared_hint + ["system.tracked_objects"] * tracked
             rank_zero_warn(f"{' and '.join(settings)} off for this run: they need the real frames' robot states, "
                            "which plain folders have only with data.scene and data.real_states (the photos' logged "
                            "joints; data/README.md); turn them off to silence this")
@@ -365,7 +371,8 @@ class TritonSystem(pl.LightningModule):
             self._render = (*datamodule.scene_and_states(), rasterizer)
         if paired_terms or shared_hint or drawn_objects:
             scene, states = datamodule.real_robot_states()
-            views = RobotViews.from_states(scene, states, self.hparams.robot_pairing_labels, rasterizer)
+            views = RobotViews.from_states(scene, states, self.hparams.robot_pairing_labels, rasterizer,
+                                           tracked=tracked)
             if shared_hint:
                 self.model.sim_input.share_label_hint(views.object_ids)
             if drawn_objects:
