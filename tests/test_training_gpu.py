@@ -63,6 +63,20 @@ def test_robot_pairing_renders_the_real_robot_with_nvdiffrast(data: str, tmp_pat
     assert len(values) == 5 and all(0 < v < 2 for v in values)
 
 
+def test_tracked_objects_render_pair_and_shade_the_objects_on_gpu(data: str, tmp_path) -> None:
+    """system.tracked_objects on the GPU: the photos' objects rendered by nvdiffrast, compared, and shaded."""
+    run_dir = tmp_path / "tracked"
+    assert main(["train", *GPU_TINY, "logger=csv", f"data.root={data}", "system.tracked_objects=true",
+                 "trainer.log_every_n_steps=1", f"hydra.run.dir={run_dir}"]) == 0
+    rows = metric_rows(run_dir)
+    for term in ("robot_pairing", "texture_pairing"):
+        values = [float(row[f"train/{term}"]) for row in rows if row.get(f"train/{term}")]
+        assert len(values) == 5 and all(0 < v < 2 for v in values)
+    shaded = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True,
+                        map_location="cpu")["state_dict"]["model.shaded_labels"]
+    assert shaded[1:].all() and not shaded[0]  # every surface shaded: none left to G_B
+
+
 @pytest.mark.parametrize("mode, recompute", [("default", False), ("reduce-overhead", True)])
 def test_compiled_step_trains_on_gpu(data: str, tmp_path, mode: str, recompute: bool) -> None:
     """system.compile=true compiles each network, the texture and the losses on their own; the run still trains.
