@@ -29,7 +29,7 @@ class RobotViews:
     """Renders of the real frames' robot and static objects.
 
     Attributes:
-        scene: the scene's robot links (objects of ``label_ids``) and static objects only.
+        scene: the scene's robot links, its static objects, and with ``tracked`` its objects that move.
         states: (N, M, 4, 4) poses of those objects and the cameras of the N real frames.
         label_ids: (L,) int64 ids of the labels whose pixels the term compares: the robot's, and the tracked
             objects', on the renders' device.

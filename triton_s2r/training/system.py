@@ -154,7 +154,7 @@ class TritonSystem(pl.LightningModule):
         tracked_objects: the real frames' states pose the objects that move as well (tracked by tags, motion
             capture or a pose estimator): the renders of ``robot_pairing`` and ``texture_pairing`` show them, the
             first compares their pixels with the robot's, the second fits their textures to the photos, and the
-            shaded output shades them like the robot (docs/method.md §4.7).
+            shaded output shades them like the robot (docs/method.md §4.7.1).
         shade_objects: with the shaded output (``model.translator.shading_channels`` > 0), the moving objects
             show their shaded texture like the other surfaces (True) or G_B's own image (False: only the robot and
             the static objects are shaded; ``TritonModel.draw_labels``). False needs the real frames' states to
