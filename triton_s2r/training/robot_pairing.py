@@ -49,7 +49,7 @@ class RobotViews:
     @classmethod
     def from_states(cls, scene: Scene, states: FrameState, robot_labels: Sequence[str],
                     rasterizer: UVLRasterizer, tracked: bool = False) -> RobotViews:
-        """Keep the objects of ``robot_labels`` and those whose pose never changes over ``states``.
+        """Keep the robot's objects and those whose pose never changes over ``states``; with ``tracked``, every one.
 
         Args:
             scene: the objects the real states pose (a plain folder's states may leave some out).
