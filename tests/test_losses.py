@@ -273,6 +273,19 @@ def test_gaussian_window_as_banded_products_equals_the_depthwise_convolution():
     torch.testing.assert_close(gaussian_window(torch.full((1, 1, 11, 11), 0.7)), torch.full((1, 1, 1, 1), 0.7))
 
 
+def test_gaussian_window_made_under_inference_mode_serves_a_later_backward_pass():
+    """The window is kept between calls: one first made by an evaluation must not be an inference tensor."""
+    x = torch.rand(2, 5, 23, 31, generator=torch.Generator().manual_seed(1))
+    for banded in (True, False):
+        with torch.inference_mode():
+            first = gaussian_window(x, banded=banded)
+        leaf = x.clone().requires_grad_()
+        out = gaussian_window(leaf, banded=banded)
+        out.sum().backward()
+        torch.testing.assert_close(out.detach(), first)
+        assert leaf.grad is not None and leaf.grad.abs().sum() > 0
+
+
 def test_ms_ssim_rejects_images_smaller_than_its_window():
     with pytest.raises(ValueError, match="'l1' or 'l2'"):
         ms_ssim(torch.zeros(1, 3, 8, 8), torch.zeros(1, 3, 8, 8), data_range=2.0)

@@ -621,18 +621,33 @@ def test_r1_penalty_takes_the_eager_forward_of_a_compiled_discriminator(scope: s
     assert all(g is not None and torch.isfinite(g).all() for g in grads) and any(g.abs().sum() > 0 for g in grads)
 
 
+def test_the_photos_and_translations_in_one_discriminator_call_score_as_in_two() -> None:
+    """``_logits_of_both`` (one call on the concatenation) equals separate calls: no layer mixes the batch."""
+    system = build_system(composed(["experiment=tiny"]))
+    torch.manual_seed(0)
+    real, fake = torch.rand(2, 3, 48, 48), torch.rand(3, 3, 48, 48).bfloat16()
+    both = system._logits_of_both(system.discriminator_real, real, fake)
+    apart = system._logits(system.discriminator_real, real), system._logits(system.discriminator_real, fake)
+    for joint, separate in zip(both, apart, strict=True):
+        assert [logit.shape[0] for logit in joint] == [separate[0].shape[0]] * len(separate)
+        for a, b in zip(joint, separate, strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
 def test_with_cuda_graphs_an_r1_batch_calls_the_compiled_discriminator_as_other_batches() -> None:
     """CUDA graphs replay a fixed sequence of compiled calls: R1 batches add their eager forward, skip nothing.
 
-    A counting backend stands in for Inductor (it runs Dynamo's graph as is, so R1's double backward works).
-    Without CUDA graphs the R1 forward also serves the adversarial term (one compiled call fewer); the loss is
-    the same either way.
+    A counting backend stands in for Inductor (it runs Dynamo's graph as is, so R1's double backward works) and
+    records each compiled call's batch: the photos and the translations go in one call (batch 4), except where
+    the R1 forward serves the photos (without CUDA graphs: the translations alone, batch 2). The loss is the same
+    either way.
     """
+    torch.compiler.reset()  # another test's compiled discriminator of these shapes would serve these calls
     calls: list[int] = []
 
     def counting(graph, example_inputs):
         def run(*args):
-            calls.append(1)
+            calls.extend(a.shape[0] for a in args if isinstance(a, torch.Tensor) and a.shape[-2:] == (48, 48))
             return graph(*args)
         return run
 
@@ -648,13 +663,13 @@ def test_with_cuda_graphs_an_r1_batch_calls_the_compiled_discriminator_as_other_
             system.batches_trained = batch
             calls.clear()
             losses[cuda_graphs, batch] = system._discriminator_term(discriminator, real, fake).item()
-            counts[cuda_graphs, batch] = len(calls)
-    assert counts == {(False, 0): 1, (False, 1): 2, (True, 0): 2, (True, 1): 2}
+            counts[cuda_graphs, batch] = list(calls)
+    assert counts == {(False, 0): [2], (False, 1): [4], (True, 0): [4], (True, 1): [4]}
     assert losses[True, 0] == pytest.approx(losses[False, 0], rel=1e-6) and losses[True, 0] > losses[True, 1]
     system.losses = dataclasses.replace(system.losses, r1_interval=1)  # R1 at every batch: one sequence already
     calls.clear()
     system._discriminator_term(discriminator, real, fake)
-    assert len(calls) == 1
+    assert calls == [2]
 
 
 def test_no_experiment_on_a_cpu_warns_about_the_reference_networks(data_root, tmp_path) -> None:

@@ -24,6 +24,8 @@ Content reconstruction ``Ω(E_B(x_ab), E_A(x_a))`` and cycle ``Ω(G_A(E_B(x_ab))
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import Tensor
 from torch.nn import functional as F
@@ -58,6 +60,41 @@ def ms_ssim_levels(height: int, width: int, max_levels: int = len(MS_SSIM_BETAS)
     return levels
 
 
+def _window_profile(dtype: torch.dtype, device: torch.device) -> Tensor:
+    """(11,) SSIM's Gaussian profile, σ = 1.5, summing to 1."""
+    offsets = torch.arange(_KERNEL_SIZE, dtype=dtype, device=device) - _KERNEL_SIZE // 2
+    profile = torch.exp(-((offsets / 1.5) ** 2) / 2)
+    return profile / profile.sum()
+
+
+@functools.lru_cache(maxsize=64)
+def _window_kernel(channels: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """(channels, 1, 11, 11) the depthwise convolution's weight: the outer product of the profile."""
+    profile = _window_profile(dtype, device)
+    return torch.outer(profile, profile).expand(channels, 1, _KERNEL_SIZE, _KERNEL_SIZE)
+
+
+@functools.lru_cache(maxsize=64)
+def _window_band(size: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """(size - 10, size): row i holds the profile at columns i..i+10."""
+    rows = size - _KERNEL_SIZE + 1
+    columns = torch.arange(rows, device=device)[:, None] + torch.arange(_KERNEL_SIZE, device=device)
+    profile = _window_profile(dtype, device)
+    return torch.zeros(rows, size, dtype=dtype, device=device).scatter_(1, columns, profile.expand(rows, _KERNEL_SIZE))
+
+
+def _window_constant(builder, *key) -> Tensor:
+    """``builder(*key)``, made once per key in eager code, where each call would launch about ten small kernels.
+
+    A compiled graph builds its own, which Inductor folds. Made outside inference mode, so that a window first made
+    by an evaluation can be saved for a later backward pass.
+    """
+    if torch.compiler.is_compiling():
+        return builder.__wrapped__(*key)
+    with torch.inference_mode(False), torch.no_grad():
+        return builder(*key)
+
+
 def gaussian_window(x: Tensor, banded: bool | None = None) -> Tensor:
     """SSIM's Gaussian window (σ = 1.5, 11 taps) over each channel of ``x``, without padding.
 
@@ -74,19 +111,11 @@ def gaussian_window(x: Tensor, banded: bool | None = None) -> Tensor:
         (N, C, H - 10, W - 10).
     """
     channels, height, width = x.shape[1:]
-    offsets = torch.arange(_KERNEL_SIZE, dtype=x.dtype, device=x.device) - _KERNEL_SIZE // 2
-    profile = torch.exp(-((offsets / 1.5) ** 2) / 2)
-    profile = profile / profile.sum()
     if not (x.device.type == "cpu" if banded is None else banded):
-        kernel = torch.outer(profile, profile).expand(channels, 1, _KERNEL_SIZE, _KERNEL_SIZE)
-        return F.conv2d(x, kernel, groups=channels)
-
-    def band(size: int) -> Tensor:  # (size - 10, size): row i holds the profile at columns i..i+10
-        rows = size - _KERNEL_SIZE + 1
-        columns = torch.arange(rows, device=x.device)[:, None] + torch.arange(_KERNEL_SIZE, device=x.device)
-        return x.new_zeros(rows, size).scatter_(1, columns, profile.expand(rows, _KERNEL_SIZE))
-
-    return band(height) @ x @ band(width).T
+        return F.conv2d(x, _window_constant(_window_kernel, channels, x.dtype, x.device), groups=channels)
+    rows = _window_constant(_window_band, height, x.dtype, x.device)
+    columns = _window_constant(_window_band, width, x.dtype, x.device)
+    return rows @ x @ columns.T
 
 
 def ssim_and_contrast(x: Tensor, y: Tensor, data_range: float) -> tuple[Tensor, Tensor]:

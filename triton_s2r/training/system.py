@@ -587,21 +587,23 @@ class TritonSystem(pl.LightningModule):
         # requires grad. With CUDA graphs and lazy R1 the adversarial term still takes the compiled forward, so that
         # an R1 batch replays the graphs of the other batches (when it skipped that call, each R1 batch cost about
         # 1.5 s, docs/benchmarks.md); otherwise (eager, or R1 at every batch) the R1 forward serves both.
-        real = real.detach()
+        real, fake = real.detach(), fake.detach()
 
-        def adversarial(real_logits: list[Tensor]) -> Tensor:
+        def adversarial(real_logits: list[Tensor], fake_logits: list[Tensor]) -> Tensor:
             if discriminator is self.discriminator_real:
                 self.photo_score = mean_logit(real_logits).detach()
             return self.loss_weights[term] * discriminator_adversarial_loss(
-                real_logits, self._logits(discriminator, fake.detach()), self.losses.gan_type)
+                real_logits, fake_logits, self.losses.gan_type)
 
         if not gamma:
-            return adversarial(self._logits(discriminator, real))
+            return adversarial(*self._logits_of_both(discriminator, real, fake))
         r1_real = real.detach().requires_grad_(True)  # a leaf of its own: a compiled call of ``real`` sees none
         r1_logits = self._logits(discriminator, r1_real, eager=True)
-        replay = self._cuda_graphs and interval > 1
-        return (adversarial(self._logits(discriminator, real) if replay else r1_logits)
-                + gamma / 2 * r1_penalty(r1_logits, r1_real))
+        if self._cuda_graphs and interval > 1:
+            logits = self._logits_of_both(discriminator, real, fake)
+        else:
+            logits = r1_logits, self._logits(discriminator, fake)
+        return adversarial(*logits) + gamma / 2 * r1_penalty(r1_logits, r1_real)
 
     def _robot_pairing(self, out: Forward) -> Tensor:
         """L1 between the photos and the translation of their robot's render, a mean over the robot's pixels.
@@ -754,6 +756,15 @@ class TritonSystem(pl.LightningModule):
         """
         with torch.compiler.set_stance("force_eager") if eager else contextlib.nullcontext():
             return [logit.float() for logit in discriminator(diff_augment(image.float(), self.discriminator_augment))]
+
+    def _logits_of_both(self, discriminator: MultiScaleDiscriminator, real: Tensor,
+                        fake: Tensor) -> tuple[list[Tensor], list[Tensor]]:
+        """``_logits`` of ``real`` (B, C, H, W) and of ``fake`` (B', C, H, W) from one call: half the launches of two.
+
+        The discriminators normalise nothing across a batch, so the logits are those of separate calls.
+        """
+        logits = self._logits(discriminator, torch.cat((real.float(), fake.float())))
+        return [logit[:real.shape[0]] for logit in logits], [logit[real.shape[0]:] for logit in logits]
 
     def _discriminators(self) -> list[MultiScaleDiscriminator]:
         """D_A, D_B and, with ``object_adversarial``, D_O."""
