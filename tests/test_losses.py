@@ -15,6 +15,7 @@ from triton_s2r.losses import (
     ms_ssim_levels,
     r1_penalty,
     reconstruction_loss,
+    reconstruction_losses,
     surface_chroma_consistency_loss,
     surface_consistency_loss,
     texture_reality_loss,
@@ -312,6 +313,27 @@ def test_reconstruction_pixel_terms_and_mask():
         )
     with pytest.raises(ValueError, match="criterion"):
         reconstruction_loss(target, target, "ssim")
+
+
+@pytest.mark.parametrize("criterion", ["l1", "l2_ms_ssim"])
+def test_reconstruction_losses_of_slices_equal_separate_calls(criterion):
+    """One pass over concatenated slices gives each slice's Ω, with gradients reaching every slice."""
+    generator = torch.Generator().manual_seed(0)
+    targets = [torch.rand(2, 6, 48, 48, generator=generator) * 4 - 2 for _ in range(3)]
+    predictions = [(t + torch.randn(t.shape, generator=generator) * k).requires_grad_() for k, t in
+                   zip((0.1, 0.4, 1.0), targets, strict=True)]
+    together = reconstruction_losses(torch.cat(predictions), torch.cat(targets), 3, criterion, data_range=4.0)
+    separate = torch.stack([reconstruction_loss(p, t, criterion, 4.0)
+                            for p, t in zip(predictions, targets, strict=True)])
+    assert together.shape == (3,)
+    assert separate[0] < separate[1] < separate[2]
+    torch.testing.assert_close(together, separate, rtol=1e-5, atol=1e-6)
+    grads_together = torch.autograd.grad(together.sum(), predictions)
+    grads_separate = torch.autograd.grad(separate.sum(), predictions)
+    for a, b in zip(grads_together, grads_separate, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-8)
+    with pytest.raises(ValueError, match="divide"):
+        reconstruction_losses(torch.cat(predictions), torch.cat(targets), 4, criterion)
 
 
 def test_adversarial_losses_known_values():

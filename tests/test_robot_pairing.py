@@ -319,7 +319,7 @@ def test_one_network_call_for_robot_renders_and_sim_batch_gives_the_terms_of_sep
             reconstruction_loss(robot_x_ab, out.real, "l1", mask=robot).item(), rel=1e-4)
 
         def omega(x, y, data_range, criterion=system.losses.criterion):
-            return system._reconstruction_loss(x.float(), y.float(), criterion, data_range)
+            return reconstruction_loss(x.float(), y.float(), criterion, data_range)
 
         sim_range = 2.0 * max(1.0, m.sim_input.hint_multiplier + m.sim_input.texture_multiplier)
         e_a, g_a, e_b, g_b = (m.generator_sim.encode, m.generator_sim.decode, m.generator_real.encode,

@@ -13,7 +13,7 @@ from triton_s2r.losses.adversarial import (
     mean_logit,
     r1_penalty,
 )
-from triton_s2r.losses.reconstruction import ms_ssim, ms_ssim_levels, reconstruction_loss
+from triton_s2r.losses.reconstruction import ms_ssim, ms_ssim_levels, reconstruction_loss, reconstruction_losses
 from triton_s2r.losses.settings import LossSettings
 from triton_s2r.losses.surface_consistency import surface_chroma_consistency_loss, surface_consistency_loss
 from triton_s2r.losses.texture_reality import texture_reality_loss, texture_reality_target
@@ -27,6 +27,7 @@ __all__ = [
     "ms_ssim_levels",
     "r1_penalty",
     "reconstruction_loss",
+    "reconstruction_losses",
     "surface_chroma_consistency_loss",
     "surface_consistency_loss",
     "texture_reality_loss",

@@ -18,8 +18,9 @@ Small inputs (64² content codes, test images) cannot hold five levels of an 11-
 shrinking the window as the reference did, ``ms_ssim`` uses the most levels that fit and renormalises
 their weights to sum to 1 (256² → 5 levels, 128² → 4, 64² → 3, 32² → 2).
 
-Content reconstruction ``Ω(E_B(x_ab), E_A(x_a))`` and cycle ``Ω(G_A(E_B(x_ab)), x_a)`` are calls of
-``reconstruction_loss`` with the matching tensors and data ranges.
+Content reconstruction ``Ω(E_B(x_ab), E_A(x_a))`` and cycle ``Ω(G_A(E_B(x_ab)), x_a)`` are Ω of the matching
+tensors and data ranges; the training step takes terms of one shape and range in one pass
+(``reconstruction_losses``).
 """
 
 from __future__ import annotations
@@ -151,6 +152,17 @@ def ssim_and_contrast(x: Tensor, y: Tensor, data_range: float) -> tuple[Tensor, 
 def ms_ssim(x: Tensor, y: Tensor, data_range: float, max_levels: int = len(MS_SSIM_BETAS)) -> Tensor:
     """Multi-scale SSIM, channel by channel, averaged over the batch.
 
+    Args and errors: those of ``ms_ssim_per_image``.
+
+    Returns:
+        Scalar float32 in [0, 1]; 1 for identical inputs.
+    """
+    return ms_ssim_per_image(x, y, data_range, max_levels).mean()
+
+
+def ms_ssim_per_image(x: Tensor, y: Tensor, data_range: float, max_levels: int = len(MS_SSIM_BETAS)) -> Tensor:
+    """Multi-scale SSIM of each image, channel by channel.
+
     Computed in float32 with autocast off (the variances of SSIM are cancellation-prone in bf16).
 
     Args:
@@ -160,7 +172,7 @@ def ms_ssim(x: Tensor, y: Tensor, data_range: float, max_levels: int = len(MS_SS
         max_levels: at most this many levels (fewer for small inputs, see ``ms_ssim_levels``).
 
     Returns:
-        Scalar float32 in [0, 1]; 1 for identical inputs.
+        (B,) float32 in [0, 1]; 1 for identical images.
 
     Raises:
         ValueError: if the images are smaller than 11 pixels on a side.
@@ -188,7 +200,7 @@ def ms_ssim(x: Tensor, y: Tensor, data_range: float, max_levels: int = len(MS_SS
             # contrast sensitivity at the finer levels, the full SSIM at the coarsest; (s + 1) / 2 per level
             value = similarity if level == levels - 1 else contrast
             product = product * ((value + 1) / 2) ** (MS_SSIM_BETAS[level] / total)
-    return product.mean()
+    return product
 
 
 def reconstruction_loss(
@@ -214,22 +226,57 @@ def reconstruction_loss(
     Returns:
         Scalar float32, unweighted; 0 for identical inputs; L1/L2 parts in [0, ∞), MS-SSIM part in [0, 1].
     """
+    if mask is None:
+        return reconstruction_losses(prediction, target, 1, criterion, data_range)[0]
+    _check_pair(prediction, target, criterion)
+    prediction, target = prediction.float(), target.float()
+    difference = prediction - target
+    error = difference.abs() if criterion.startswith("l1") else difference**2
+    weight = (mask if mask.ndim == 4 else mask.unsqueeze(1)).to(error.dtype)
+    covered = weight.sum() * error.shape[1]
+    loss = (error * weight).sum() / covered.clamp(min=1.0)
+    if criterion.endswith("ms_ssim"):
+        loss = loss + (1.0 - ms_ssim(prediction * weight, target * weight, data_range))
+    return loss
+
+
+def reconstruction_losses(
+    prediction: Tensor,
+    target: Tensor,
+    parts: int,
+    criterion: str = "l1_ms_ssim",
+    data_range: float = 2.0,
+) -> Tensor:
+    """Ω of each of ``parts`` equal slices of a batch, in one pass.
+
+    The values of ``parts`` unmasked ``reconstruction_loss`` calls, one per slice (up to float rounding), from half
+    as many or fewer kernel launches: the training step compares its reconstructions and cycles this way.
+
+    Args:
+        prediction: (P·B, C, H, W) float: P = ``parts`` batches of B images, concatenated.
+        target: (P·B, C, H, W) float, the targets in the same order.
+        parts: P, dividing the batch size.
+        criterion: one of ``CRITERIA``.
+        data_range: value range for MS-SSIM, as for ``reconstruction_loss``.
+
+    Returns:
+        (P,) float32, unweighted; 0 where a slice's prediction equals its target.
+    """
+    _check_pair(prediction, target, criterion)
+    if parts < 1 or prediction.shape[0] % parts:
+        raise ValueError(f"parts must divide the batch size {prediction.shape[0]}, got {parts}")
+    prediction, target = prediction.float(), target.float()
+    difference = prediction - target
+    error = (difference.abs() if criterion.startswith("l1") else difference**2).flatten(1).mean(1)
+    if criterion.endswith("ms_ssim"):
+        error = error + (1.0 - ms_ssim_per_image(prediction, target, data_range))
+    return error.view(parts, -1).mean(1)
+
+
+def _check_pair(prediction: Tensor, target: Tensor, criterion: str) -> None:
     if criterion not in CRITERIA:
         raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
     if prediction.shape != target.shape:
         raise ValueError(
             f"prediction {tuple(prediction.shape)} and target {tuple(target.shape)} differ in shape"
         )
-    prediction, target = prediction.float(), target.float()
-    difference = prediction - target
-    error = difference.abs() if criterion.startswith("l1") else difference**2
-    if mask is None:
-        loss = error.mean()
-    else:
-        weight = (mask if mask.ndim == 4 else mask.unsqueeze(1)).to(error.dtype)
-        covered = weight.sum() * error.shape[1]
-        loss = (error * weight).sum() / covered.clamp(min=1.0)
-        prediction, target = prediction * weight, target * weight
-    if criterion.endswith("ms_ssim"):
-        loss = loss + (1.0 - ms_ssim(prediction, target, data_range))
-    return loss

@@ -47,6 +47,7 @@ from triton_s2r.losses import (
     mean_logit,
     r1_penalty,
     reconstruction_loss,
+    reconstruction_losses,
     surface_chroma_consistency_loss,
     surface_consistency_loss,
     texture_reality_loss,
@@ -263,7 +264,7 @@ class TritonSystem(pl.LightningModule):
             raise ValueError(f"system.compile_mode must be one of {COMPILE_MODES}, got {compile_mode!r}")
         if not 0 < activation_memory_budget <= 1:
             raise ValueError(f"system.activation_memory_budget must be in (0, 1], got {activation_memory_budget}")
-        self._reconstruction_loss, self._texture_reality_loss = reconstruction_loss, texture_reality_loss
+        self._reconstruction_losses, self._texture_reality_loss = reconstruction_losses, texture_reality_loss
         self._cuda_graphs = False
         if compile:
             functorch_config.activation_memory_budget = activation_memory_budget
@@ -276,7 +277,7 @@ class TritonSystem(pl.LightningModule):
                         model.generator_real.decoder, *self._discriminators(), model.texture):
                 net.compile(dynamic=False, options=options)  # in place: parameter names and checkpoints stay the same
             # MS-SSIM is dozens of small kernels per level; compiled, each call site's shapes get fused kernels.
-            self._reconstruction_loss = torch.compile(reconstruction_loss, dynamic=False, options=options)
+            self._reconstruction_losses = torch.compile(reconstruction_losses, dynamic=False, options=options)
             self._texture_reality_loss = torch.compile(texture_reality_loss, dynamic=False, options=options)
 
     # ------------------------------------------------------------------------------------ setup
@@ -687,9 +688,11 @@ class TritonSystem(pl.LightningModule):
         x_a, real, x_ab, x_ba = out.x_a, out.real, out.x_ab, out.x_ba
         assert x_ba is not None and out.c_a is not None and out.c_b is not None  # set by _forward (not PairedSystem's)
 
-        def omega(prediction: Tensor, target: Tensor, data_range: float, criterion: str = s.criterion) -> Tensor:
+        def omegas(prediction: Tensor, target: Tensor, parts: int, data_range: float,
+                   criterion: str = s.criterion) -> Tensor:
+            """(parts,) Ω of each of ``parts`` equal slices of the batch, in one call."""
             with torch.autocast(self.device.type, enabled=False):  # MS-SSIM's filters in fp32
-                return self._reconstruction_loss(prediction.float(), target.float(), criterion, data_range)
+                return self._reconstruction_losses(prediction.float(), target.float(), parts, criterion, data_range)
 
         terms: dict[str, Tensor] = {}
         if w["adversarial"]:
@@ -703,18 +706,22 @@ class TritonSystem(pl.LightningModule):
             assert out.c_ab is not None  # _forward encodes x_ab with these weights
             c_ab, c_ba = out.c_ab, m.generator_sim.encode(x_ba)
             if w["content"]:
-                terms["content"] = (omega(c_ab, out.c_a, 1.0, s.content_criterion)
-                                    + omega(c_ba, out.c_b, 1.0, s.content_criterion))
+                terms["content"] = omegas(torch.cat((c_ab, c_ba)), torch.cat((out.c_a, out.c_b)), 2, 1.0,
+                                          s.content_criterion).sum()
             if w["cycle"]:
                 codes_a.append(c_ab)
                 codes_b.append(c_ba)
-        # Each decoder takes the reconstruction's and the cycle's codes in one call (a batch of 2B).
-        decoded_a = together(m.generator_sim.decode, codes_a)
-        decoded_b = together(m.generator_real.decode, codes_b)
-        if w["reconstruction"]:
-            terms["reconstruction"] = omega(decoded_a[0], target_a, sim_range) + omega(decoded_b[0], real, 2.0)
-        if w["cycle"]:
-            terms["cycle"] = omega(decoded_a[-1], target_a, sim_range) + omega(decoded_b[-1], real, 2.0)
+        if codes_a:
+            # Each decoder takes the reconstruction's and the cycle's codes in one call (a batch of 2B), and Ω
+            # compares both with their common target in one call: [reconstruction, cycle] or either alone.
+            parts = len(codes_a)
+            omega_a = omegas(m.generator_sim.decode(torch.cat(codes_a)), target_a.repeat(parts, 1, 1, 1), parts,
+                             sim_range)
+            omega_b = omegas(m.generator_real.decode(torch.cat(codes_b)), real.repeat(parts, 1, 1, 1), parts, 2.0)
+            if w["reconstruction"]:
+                terms["reconstruction"] = omega_a[0] + omega_b[0]
+            if w["cycle"]:
+                terms["cycle"] = omega_a[-1] + omega_b[-1]
         if w["object_adversarial"]:
             assert self.discriminator_object is not None and out.object_fake is not None  # with the weight
             terms["object_adversarial"] = generator_adversarial_loss(
