@@ -17,25 +17,27 @@ Usage::
         --concurrent --compile --compile-in-background   # no untimed runs: each trains eagerly while it compiles
     python -m benchmarks.results --data outputs/data/small --recipe demo --methods triton --seeds 0 1 2 \
         --variant triton_g1 loss.r1_gamma=1 --concurrent    # the README demo's recipe (600 batches), on a GPU
+    python -m benchmarks.results --data DIR --budget-seconds 450 --methods triton --seeds 0 1 --concurrent \
+        --compile --variant NAME OVERRIDES   # time to quality: when each run first reaches the defaults' end
 
-Each run is ``triton-s2r train`` with the base recipe below plus the method's experiment (``triton``: the
-defaults, i.e. full TRITON) and ``seed=S``, stopped by Lightning's ``max_time``; then ``triton-s2r eval`` on
-the same dataset. With ``--recipe demo`` each run is instead the README demo's training (``experiment=demo``, its
-600 batches of whole frames at 96 px; no time budget), for many seeds of the CPU main job at once on a GPU. The unpaired
-methods render their sim batches in the loop on a GPU (train_sim states); the
-paired ``oracle`` reads the UVL frames and photos of train_real. Runs go to the visible GPUs in turn
-(``CUDA_VISIBLE_DEVICES``); without ``--concurrent`` each GPU trains one run at a time. Writes a markdown file
-(``RUNS/results.md`` by default, beside the runs) with the card, command, date and commit: one row per run, and with
-several seeds the mean and standard deviation of each method over them; with ``--pictures`` also the first seed's
-translations of three test frames and its textures (``benchmarks.pictures``). The file is written again as each run
-finishes, marked partial until the last has (so a session that ends early keeps what finished). Rerun with the same
-``--runs`` after an interruption, it keeps every run that finished training (and every evaluation that finished) and
-redoes only the rest. A run that fails (its card out of memory, say) stops no other: the table holds the runs that
-finished and names the failed ones with the reason, and the command exits with an error. With ``--concurrent
---compile`` (not ``--compile-in-background``) it first checks, from the compile runs' peak memory, that every GPU
-holds its runs at once, and stops with advice before the timed runs if one does not (a compiled ``triton`` run of
-this recipe holds about 14.5 GiB: nine fit a 140 GiB card, twelve do not; ``no_texture`` and ``oracle`` runs hold
-less).
+Each run is ``triton-s2r train`` with the base recipe below plus the method's experiment (``triton``: the defaults,
+i.e. full TRITON) and ``seed=S``, stopped by Lightning's ``max_time``; then ``triton-s2r eval`` on the same dataset.
+With ``--recipe demo`` each run is instead the README demo's training (``experiment=demo``, its 600 batches of whole
+frames at 96 px; no time budget), for many seeds of the CPU main job at once on a GPU. The unpaired methods render
+their sim batches in the loop on a GPU (train_sim states); the paired ``oracle`` reads the UVL frames and photos of
+train_real. Runs go to the visible GPUs in turn (``CUDA_VISIBLE_DEVICES``); without ``--concurrent`` each GPU trains
+one run at a time. Writes a markdown file (``RUNS/results.md`` by default, beside the runs) with the card, command,
+date and commit: one row per run, and with several seeds the mean and standard deviation of each method over them, the
+validation curves' points, and the time to quality (when each run's validation first reached the first row's mean
+quality at the end of its runs); with ``--pictures`` also the first seed's translations of three test frames and its
+textures (``benchmarks.pictures``). The file is written again as each run finishes, marked partial until the last has
+(so a session that ends early keeps what finished). Rerun with the same ``--runs`` after an interruption, it keeps
+every run that finished training (and every evaluation that finished) and redoes only the rest. A run that fails (its
+card out of memory, say) stops no other: the table holds the runs that finished and names the failed ones with the
+reason, and the command exits with an error. With ``--concurrent --compile`` (not ``--compile-in-background``) it
+first checks, from the compile runs' peak memory, that every GPU holds its runs at once, and stops with advice before
+the timed runs if one does not (a compiled ``triton`` run of this recipe holds about 14.5 GiB: nine fit a 140 GiB
+card, twelve do not; ``no_texture`` and ``oracle`` runs hold less).
 """
 
 from __future__ import annotations

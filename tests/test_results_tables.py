@@ -12,6 +12,7 @@ from benchmarks.result_tables import (
     curves_table,
     mean_and_spread,
     summary_table,
+    time_to_quality_table,
 )
 
 #: The real frames' and the constant texture's levels that a report names beside its tables.
@@ -55,6 +56,34 @@ def test_curves_table_marks_runs_without_curves() -> None:
     lines = curves_table([outcome("triton", 0, 20.0, 10, curve), outcome("triton", 1, 20.0, 10)]).splitlines()
     assert lines[2] == "| triton | 0 | 15.00 | 16.50 (40) | 16.50 | 10.00 | 11.25 (40) | 11.25 |"
     assert lines[3] == "| triton | 1 | n/a | n/a | n/a | n/a | n/a | n/a |"
+
+
+def quality_curve(*points: tuple[float, float, float]) -> list[dict]:
+    """Validation rows (wall s, val/psnr_masked, val/surface_consistency), 100 batches apart."""
+    return [{"batch": 100.0 * (i + 1), "wall_s": wall, "val/psnr_masked": psnr, "val/surface_consistency": sc}
+            for i, (wall, psnr, sc) in enumerate(points)]
+
+
+def test_time_to_quality_is_the_first_validation_at_the_first_rows_final_quality() -> None:
+    defaults = [outcome("triton", 0, 20.0, 10, quality_curve((150, 15.0, 0.02), (300, 16.0, 0.012),
+                                                             (450, 17.0, 0.010))),
+                outcome("triton", 1, 20.0, 10, quality_curve((150, 15.5, 0.02), (300, 16.5, 0.011),
+                                                             (450, 16.0, 0.008)))]
+    # Target: psnr_masked 16.5, surface consistency 0.009 (the means at the last validations).
+    fast = outcome("fast", 0, 20.0, 10, quality_curve((50, 16.0, 0.005), (100, 16.6, 0.01), (150, 16.8, 0.0085)))
+    sharp_only = outcome("sharp", 0, 20.0, 10, quality_curve((100, 18.0, 0.02), (450, 18.0, 0.0095)))
+    lines = time_to_quality_table([*defaults, fast, sharp_only, outcome("none", 0, 20.0, 10)]).splitlines()
+    assert lines[0] == "Target, triton's mean at its runs' last validations: `val/psnr_masked` 16.5, " \
+                       "`val/surface_consistency` 0.009"
+    assert lines[2] == "| method | seed | reached at s | at batch | of the run's s | val/psnr_masked | " \
+                       "val/surface_consistency |"
+    # Neither default run ends at both means: seed 0 is not steady enough, seed 1 not sharp enough.
+    assert lines[4] == "| triton | 0 | not reached |  | 450 | n/a | n/a |"
+    assert lines[5] == "| triton | 1 | not reached |  | 450 | n/a | n/a |"
+    assert lines[6] == "| fast | 0 | 150 | 300 | 150 | 16.8 | 0.0085 |"  # both measures at once, not each alone
+    assert lines[7].startswith("| sharp | 0 | not reached |")  # sharp enough, never steady enough
+    assert lines[8] == "| none | 0 | not reached |  | n/a | n/a | n/a |"
+    assert time_to_quality_table([outcome("triton", 0, 20.0, 10)]).startswith("n/a (the first row's runs")
 
 
 def test_per_label_means_skip_labels_a_run_lacks() -> None:
