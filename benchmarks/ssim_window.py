@@ -1,9 +1,11 @@
-"""Milliseconds of the training step's seven MS-SSIM terms, forward and backward, per Gaussian-window method.
+"""Milliseconds of the training step's seven MS-SSIM terms, forward and backward, per Gaussian window and grouping.
 
 ``losses.reconstruction.gaussian_window`` applies SSIM's 11x11 Gaussian window either as torchmetrics' depthwise
-convolution or as two banded matrix products. This times ``reconstruction_loss`` (L1 + MS-SSIM) at the shapes of one
-default training step (batch 4, 256x256 crops, a 32-channel content code): the two x_a terms (6 channels), the three
-photo terms (reconstruction, cycle, ℓTR) and the two content-code terms, on the device given.
+convolution or as two banded matrix products. This times Ω (L1 + MS-SSIM) at the shapes of one default training step
+(batch 4, 256x256 crops, a 32-channel content code): the two x_a terms (6 channels), the three photo terms
+(reconstruction, cycle, ℓTR) and the two content-code terms, on the device given; each term in a call of its own
+(``separate``, the step before 2026-12-06) or as the step makes them (``in slices``: each pair of terms of one shape
+in one ``reconstruction_losses`` call, four calls).
 
 Usage (from the repository root)::
 
@@ -23,20 +25,23 @@ import torch
 from benchmarks.report import machine
 from triton_s2r.losses import reconstruction
 
-# (channels, side, data range) of each MS-SSIM term of one default step (batch 4, 256 px crops)
-STEP_TERMS = ((6, 256, 4.0), (6, 256, 4.0), (3, 256, 2.0), (3, 256, 2.0), (3, 256, 2.0), (32, 64, 1.0), (32, 64, 1.0))
+# (terms, channels, side, data range) of the MS-SSIM terms of one default step (batch 4, 256 px crops): the step
+# compares each group's terms in one call
+STEP_TERMS = ((2, 6, 256, 4.0), (2, 3, 256, 2.0), (1, 3, 256, 2.0), (2, 32, 64, 1.0))
 
 
-def step_terms_ms(device: torch.device, banded: bool, batch: int, repeats: int) -> float:
-    """Mean milliseconds of the seven terms' forward and backward with the window ``banded`` or not."""
+def step_terms_ms(device: torch.device, banded: bool, in_slices: bool, batch: int, repeats: int) -> float:
+    """Mean milliseconds of the seven terms' forward and backward (window ``banded`` or not, calls ``in_slices``)."""
     generator = torch.Generator(device=device).manual_seed(0)
-    pairs = [(torch.rand(batch, c, s, s, device=device, generator=generator, requires_grad=True),
-              torch.rand(batch, c, s, s, device=device, generator=generator), r) for c, s, r in STEP_TERMS]
+    groups = [(torch.rand(n * batch, c, s, s, device=device, generator=generator, requires_grad=True),
+               torch.rand(n * batch, c, s, s, device=device, generator=generator), n, r) for n, c, s, r in STEP_TERMS]
+    calls = ([(x, y, n, r) for x, y, n, r in groups] if in_slices else
+             [(x_i, y_i, 1, r) for x, y, n, r in groups for x_i, y_i in zip(x.chunk(n), y.chunk(n), strict=True)])
     window = reconstruction.gaussian_window
     reconstruction.gaussian_window = partial(window, banded=banded)
     try:
         def once() -> None:
-            total = sum(reconstruction.reconstruction_loss(x, y, data_range=r) for x, y, r in pairs)
+            total = sum(reconstruction.reconstruction_losses(x, y, n, data_range=r).sum() for x, y, n, r in calls)
             total.backward()  # pyright: ignore[reportAttributeAccessIssue]  # a Tensor: the terms are tensors
 
         for _ in range(3):
@@ -61,9 +66,11 @@ def main() -> None:
     args = parser.parse_args()
     device = torch.device(args.device)
     print(f"{machine()}, torch {torch.__version__}, batch {args.batch}, {args.repeats} repeats")
-    print("| window | ms per step (7 terms, forward + backward) |\n|---|---|")
+    print("| window | calls | ms per step (7 terms, forward + backward) |\n|---|---|---|")
     for name, banded in (("convolution", False), ("banded products", True), ("convolution again", False)):
-        print(f"| {name} | {step_terms_ms(device, banded, args.batch, args.repeats):.2f} |", flush=True)
+        for calls, in_slices in (("separate (7)", False), ("in slices (4)", True)):
+            ms = step_terms_ms(device, banded, in_slices, args.batch, args.repeats)
+            print(f"| {name} | {calls} | {ms:.2f} |", flush=True)
 
 
 if __name__ == "__main__":
