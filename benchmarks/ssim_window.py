@@ -35,8 +35,8 @@ def step_terms_ms(device: torch.device, banded: bool, in_slices: bool, batch: in
     generator = torch.Generator(device=device).manual_seed(0)
     groups = [(torch.rand(n * batch, c, s, s, device=device, generator=generator, requires_grad=True),
                torch.rand(n * batch, c, s, s, device=device, generator=generator), n, r) for n, c, s, r in STEP_TERMS]
-    calls = ([(x, y, n, r) for x, y, n, r in groups] if in_slices else
-             [(x_i, y_i, 1, r) for x, y, n, r in groups for x_i, y_i in zip(x.chunk(n), y.chunk(n), strict=True)])
+    calls = groups if in_slices else [(x_i, y_i, 1, r) for x, y, n, r in groups
+                                      for x_i, y_i in zip(x.chunk(n), y.chunk(n), strict=True)]
     window = reconstruction.gaussian_window
     reconstruction.gaussian_window = partial(window, banded=banded)
     try:

@@ -230,8 +230,7 @@ def reconstruction_loss(
         return reconstruction_losses(prediction, target, 1, criterion, data_range)[0]
     _check_pair(prediction, target, criterion)
     prediction, target = prediction.float(), target.float()
-    difference = prediction - target
-    error = difference.abs() if criterion.startswith("l1") else difference**2
+    error = _pixel_error(prediction, target, criterion)
     weight = (mask if mask.ndim == 4 else mask.unsqueeze(1)).to(error.dtype)
     covered = weight.sum() * error.shape[1]
     loss = (error * weight).sum() / covered.clamp(min=1.0)
@@ -266,11 +265,16 @@ def reconstruction_losses(
     if parts < 1 or prediction.shape[0] % parts:
         raise ValueError(f"parts must divide the batch size {prediction.shape[0]}, got {parts}")
     prediction, target = prediction.float(), target.float()
-    difference = prediction - target
-    error = (difference.abs() if criterion.startswith("l1") else difference**2).flatten(1).mean(1)
+    error = _pixel_error(prediction, target, criterion).flatten(1).mean(1)
     if criterion.endswith("ms_ssim"):
         error = error + (1.0 - ms_ssim_per_image(prediction, target, data_range))
     return error.view(parts, -1).mean(1)
+
+
+def _pixel_error(prediction: Tensor, target: Tensor, criterion: str) -> Tensor:
+    """|prediction - target| for the ``l1`` criteria, its square for the ``l2`` ones; the inputs' shape."""
+    difference = prediction - target
+    return difference.abs() if criterion.startswith("l1") else difference**2
 
 
 def _check_pair(prediction: Tensor, target: Tensor, criterion: str) -> None:
