@@ -35,6 +35,9 @@ from torch import Tensor
 #: Paper constants for images in [0, 255]: C stabilises S, α is the logistic's slope.
 C = 30.0
 ALPHA = 4.2
+#: Mean weight (in [0, 255] units) below which an image pair counts as flat: far above float64 rounding, far below
+#: any visible structure.
+FLAT_WEIGHT = 1e-9
 
 # NTSC RGB -> YIQ; the I and Q rows sum to 0, so a grey offset changes only Y.
 _YIQ = torch.tensor([[0.299, 0.587, 0.114], [0.596, -0.274, -0.322], [0.211, -0.523, 0.312]], dtype=torch.float64)
@@ -124,7 +127,8 @@ def haarpsi(pred: Tensor, target: Tensor, mask: Tensor | None = None, reduction:
 
     # 5. Weighted pooling, back through the logistic, squared.
     total = weights.flatten(1).sum(dim=1)
-    flat = torch.nonzero(total == 0).flatten().tolist()
+    # A constant image is not exactly 0 here: the colour transform's rounding leaves about 1e-14 per weight.
+    flat = torch.nonzero(total <= FLAT_WEIGHT * weights[0].numel()).flatten().tolist()
     if flat:
         raise ValueError(f"haarpsi: images {flat} and their targets are flat (no Haar structure at scale 3), "
                          "where HaarPSI is undefined")
