@@ -1,13 +1,13 @@
 """Training curves: every validation's ``val/*`` measures against batches and wall time, kept in the run.
 
-``TrainingCurves`` (a Lightning callback, added by ``triton-s2r train`` when the data has a test split)
-appends one row per validation to ``RUN/curves.csv`` (columns ``batch``, ``wall_s``, ``epoch`` and the
-measures), redraws ``RUN/plots/curves.png`` (one panel per measure; batches below, minutes of training
-above) and writes the translated validation sequence to ``RUN/previews/val_sequence.mp4``, also logged to
+``TrainingCurves`` (a Lightning callback, added by ``triton-s2r train`` when the data has a test split) appends one
+row per validation to ``RUN/curves.csv`` (columns ``batch``, ``wall_s``, ``epoch``, the measures and the
+``TRAINING_SNAPSHOT`` values), redraws ``RUN/plots/curves.png`` (one panel per measure; batches below, minutes of
+training above) and writes the translated validation sequence to ``RUN/previews/val_sequence.mp4``, also logged to
 W&B as a video when that logger is used; when the video cannot be written (no ffmpeg, a full disk) the callback
-warns once and training goes on without it. A resumed run continues the file (wall time goes on from its last
-row). Validation runs after every epoch (``data.steps_per_epoch`` batches) or every
-``trainer.val_check_interval`` batches.
+warns once and training goes on without it. A resumed run continues the file (wall time goes on from its last row).
+Validation runs after every epoch (``data.steps_per_epoch`` batches) or every ``trainer.val_check_interval``
+batches.
 """
 
 from __future__ import annotations
@@ -33,6 +33,11 @@ if TYPE_CHECKING:
 #: Measures drawn, in panel order, with the direction that is better.
 PLOTTED = {"val/psnr": "higher", "val/psnr_masked": "higher", "val/haarpsi": "higher", "val/ssim": "higher",
            "val/surface_consistency": "lower", "val/warp_error": "lower"}
+
+
+#: Training values recorded beside each validation's measures, as last logged before it (one batch's, not a mean):
+#: D_B's score of its training photos against ``val/photo_score`` on held-out ones shows it memorising them.
+TRAINING_SNAPSHOT = ("train/photo_score", "train/augment_probability", "train/adversarial", "train/loss_d")
 
 
 def read_curves(path: Path) -> list[dict[str, float]]:
@@ -130,9 +135,10 @@ class TrainingCurves(pl.Callback):
 
     @rank_zero_only
     def _record(self, trainer: pl.Trainer, pl_module: TritonSystem, frames: list[torch.Tensor]) -> None:
-        values = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val/")}
-        if not values:
+        metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith(("val/", "train/"))}
+        if not any(k.startswith("val/") for k in metrics):
             return
+        values = {k: v for k, v in metrics.items() if k.startswith("val/") or k in TRAINING_SNAPSHOT}
         batch = int(pl_module.batches_done)
         self._rows = [row for row in self._rows if row["batch"] < batch]  # a resumed run redoes rows
         self._rows.append({"batch": batch, "wall_s": self._offset + time.perf_counter() - self._start,
