@@ -36,8 +36,10 @@ PLOTTED = {"val/psnr": "higher", "val/psnr_masked": "higher", "val/haarpsi": "hi
 
 
 #: Training values recorded beside each validation's measures, as last logged before it (one batch's, not a mean):
-#: D_B's score of its training photos against ``val/photo_score`` on held-out ones shows it memorising them.
-TRAINING_SNAPSHOT = ("train/photo_score", "train/augment_probability", "train/adversarial", "train/loss_d")
+#: D_B's score of its training photos against ``val/photo_score`` on held-out ones shows it memorising them; against
+#: its score of the translations, how far apart it tells them.
+TRAINING_SNAPSHOT = ("train/photo_score", "train/translation_score", "train/augment_probability", "train/adversarial",
+                     "train/loss_d")
 
 
 def read_curves(path: Path) -> list[dict[str, float]]:

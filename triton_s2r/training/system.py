@@ -258,6 +258,7 @@ class TritonSystem(pl.LightningModule):
         self.last_step: StepResult | None = None  # for the callbacks, until the batch ends
         self.progress: dict[str, Tensor] = {}  # the last batch's losses, on the device
         self.photo_score: Tensor | None = None  # D_B's mean logit on the last batch's photos, on the device
+        self.translation_score: Tensor | None = None  # ... and on its translations x_ab (the D step's)
         self._side_tensors: dict[int, Tensor] = {}
         self._render = None  # (scene, states, rasterizer) when the sim domain is rendered in the loop
         self._robot_views: RobotViews | None = None  # the real frames' robot and static objects
@@ -467,8 +468,9 @@ class TritonSystem(pl.LightningModule):
         if logging_batch(self.trainer):
             self.log_dict({f"train/{name}": value.detach() for name, value in {**terms, **self.progress}.items()})
             self.log("train/resolution", self._short_side_tensor())
-            if self.photo_score is not None:
+            if self.photo_score is not None and self.translation_score is not None:
                 self.log("train/photo_score", self.photo_score)
+                self.log("train/translation_score", self.translation_score)
             if self.discriminator_augment and self.augment_probability.adaptive:
                 self.log("train/augment_probability", self.augment_probability.p)
         losses = {name: value.detach() for name, value in {**terms, "discriminator": loss_d}.items()}
@@ -602,6 +604,7 @@ class TritonSystem(pl.LightningModule):
         def adversarial(real_logits: list[Tensor], fake_logits: list[Tensor]) -> Tensor:
             if discriminator is self.discriminator_real:
                 self.photo_score = mean_logit(real_logits).detach()
+                self.translation_score = mean_logit(fake_logits).detach()
                 if self.discriminator_augment:
                     self.augment_probability.update(real_logits, self.losses.gan_type)
             return self.loss_weights[term] * discriminator_adversarial_loss(
