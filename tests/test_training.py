@@ -619,6 +619,8 @@ def test_adaptive_augmentation_saves_its_probability_and_loads_older_checkpoints
     system.on_load_checkpoint({"state_dict": state})
     system.load_state_dict({k: v for k, v in state.items() if not k.startswith("model_ema.")})  # the callback's
     assert system.augment_probability.p.item() == 0
+    with pytest.raises(ValueError, match="discriminator_augment_target adapts the probability"):
+        build_system(composed(["experiment=tiny", "system.discriminator_augment_target=0.6"]))
 
 
 def test_r1_penalty_trains_and_refuses_a_negative_gamma(data_root, tmp_path) -> None:

@@ -248,6 +248,10 @@ class TritonSystem(pl.LightningModule):
             raise ValueError("system.lr_decay_from and system.lr_step_size are two schedules of one rate; set one "
                              "of them to null")
         check_diff_augment_policy(discriminator_augment)
+        if discriminator_augment_target is not None and not discriminator_augment:
+            raise ValueError("system.discriminator_augment_target adapts the probability of "
+                             "system.discriminator_augment, which is empty; list augmentations there (e.g. "
+                             "[translation,cutout]) or set the target to null")
         self.discriminator_augment = tuple(discriminator_augment)
         self.augment_probability = AugmentProbability(discriminator_augment_target, discriminator_augment_batches)
         self.schedule = sorted((int(b), int(s)) for b, s in (resolution_schedule or [[0, crop_size]]))
