@@ -2,12 +2,12 @@
 
 ``TrainingCurves`` (a Lightning callback, added by ``triton-s2r train`` when the data has a test split) appends one
 row per validation to ``RUN/curves.csv`` (columns ``batch``, ``wall_s``, ``epoch``, the measures and the
-``TRAINING_SNAPSHOT`` values), redraws ``RUN/plots/curves.png`` (one panel per measure; batches below, minutes of
-training above) and writes the translated validation sequence to ``RUN/previews/val_sequence.mp4``, also logged to
-W&B as a video when that logger is used; when the video cannot be written (no ffmpeg, a full disk) the callback
-warns once and training goes on without it. A resumed run continues the file (wall time goes on from its last row).
-Validation runs after every epoch (``data.steps_per_epoch`` batches) or every ``trainer.val_check_interval``
-batches.
+``TRAINING_SNAPSHOT`` values), redraws ``RUN/plots/curves.png`` (one panel per measure and one of D_B's scores;
+batches below, minutes of training above) and writes the translated validation sequence to
+``RUN/previews/val_sequence.mp4``, also logged to W&B as a video when that logger is used; when the video cannot be
+written (no ffmpeg, a full disk) the callback warns once and training goes on without it. A resumed run continues
+the file (wall time goes on from its last row). Validation runs after every epoch (``data.steps_per_epoch`` batches)
+or every ``trainer.val_check_interval`` batches.
 """
 
 from __future__ import annotations
@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 PLOTTED = {"val/psnr": "higher", "val/psnr_masked": "higher", "val/haarpsi": "higher", "val/ssim": "higher",
            "val/surface_consistency": "lower", "val/warp_error": "lower"}
 
+
+#: D_B's scores drawn in one panel: its training photos above the held-out ones is it memorising them.
+SCORES = {"train/photo_score": "training photos", "val/photo_score": "held-out photos",
+          "train/translation_score": "translations"}
 
 #: Training values recorded beside each validation's measures, as last logged before it (one batch's, not a mean):
 #: D_B's score of its training photos against ``val/photo_score`` on held-out ones shows it memorising them; against
@@ -63,35 +67,41 @@ def write_curves(path: Path, rows: list[dict[str, float]]) -> None:
 
 
 def plot_curves(rows: list[dict[str, float]], out: Path) -> None:
-    """One panel per measure of ``PLOTTED`` present in ``rows``, written atomically as PNG.
+    """One panel per measure of ``PLOTTED`` present in ``rows``, then one of ``SCORES``, written atomically as PNG.
 
-    Each panel plots the value against batches (bottom axis) and minutes of training (top axis).
+    Each panel plots its values against batches (bottom axis) and minutes of training (top axis).
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [name for name in PLOTTED if any(name in row for row in rows)]
-    if not names:
+    panels = [(f"{name.removeprefix('val/')} ({better} is better)", {name: None}) for name, better in PLOTTED.items()]
+    panels.append(("D_B's mean logit (1: real, 0: translated)", SCORES))
+    panels = [(title, lines) for title, lines in panels if any(name in row for row in rows for name in lines)]
+    if not panels:
         return
-    columns = min(3, len(names))
-    rows_of_panels = math.ceil(len(names) / columns)
+    columns = min(3, len(panels))
+    rows_of_panels = math.ceil(len(panels) / columns)
     figure, axes = plt.subplots(rows_of_panels, columns, figsize=(4.2 * columns, 3.2 * rows_of_panels), squeeze=False,
                                 constrained_layout=True)
     batches = np.array([row["batch"] for row in rows])
     minutes = np.array([row["wall_s"] / 60 for row in rows])
-    for ax, name in zip(axes.flat, names, strict=False):
-        points = [(row["batch"], row[name]) for row in rows if name in row]
-        ax.plot(*zip(*points, strict=True), marker="o", markersize=3)
-        ax.set_title(f"{name.removeprefix('val/')} ({PLOTTED[name]} is better)", fontsize=10)
+    for ax, (title, lines) in zip(axes.flat, panels, strict=False):
+        for name, label in lines.items():
+            points = [(row["batch"], row[name]) for row in rows if name in row]
+            if points:
+                ax.plot(*zip(*points, strict=True), marker="o", markersize=3, label=label)
+        if any(lines.values()):
+            ax.legend(fontsize=7)
+        ax.set_title(title, fontsize=10)
         ax.set_xlabel("batches")
         ax.grid(alpha=0.3)
         if len(rows) > 1 and np.all(np.diff(batches) > 0):
             top = ax.secondary_xaxis("top", functions=(lambda b: np.interp(b, batches, minutes),
                                                        lambda m: np.interp(m, minutes, batches)))
             top.set_xlabel("minutes of training", fontsize=8)
-    for ax in list(axes.flat)[len(names):]:
+    for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(out) as tmp:
