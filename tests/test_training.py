@@ -566,61 +566,11 @@ def test_diff_augment_shifts_and_cuts_out_each_image_on_its_own() -> None:
         diff_augment(images, ["flip"])
 
 
-def test_diff_augment_reaches_each_image_with_the_given_probability() -> None:
-    from triton_s2r.data.augment import diff_augment
-
-    torch.manual_seed(0)
-    images = torch.rand(400, 1, 16, 16) + 1  # never 0, so a cut-out square shows as zeros
-    assert torch.equal(diff_augment(images, ["cutout"], probability=torch.tensor(0.0)), images)
-    cut = (diff_augment(images, ["cutout"], probability=torch.tensor(0.5)) == 0).flatten(1).any(1)
-    assert 0.4 < cut.float().mean() < 0.6
-    assert (diff_augment(images, ["cutout"], probability=torch.tensor(1.0)) == 0).flatten(1).any(1).all()
-
-
-def test_augment_probability_rises_while_d_is_sure_of_its_photos_and_falls_when_not() -> None:
-    from triton_s2r.training.augment_probability import AugmentProbability, real_sign_mean
-
-    sure, unsure = [torch.full((2, 1, 4, 4), 0.9)], [torch.full((2, 1, 4, 4), 0.1), torch.full((2, 1, 2, 2), 0.9)]
-    assert real_sign_mean(sure, "lsgan").item() == 1 and real_sign_mean(unsure, "lsgan").item() == 0
-    assert real_sign_mean(unsure, "hinge").item() == 1
-    adaptive = AugmentProbability(target=0.6, batches_to_full=4)
-    assert adaptive.p.item() == 0
-    for expected in (0.25, 0.5, 0.75, 1.0, 1.0):
-        adaptive.update(sure, "lsgan")
-        assert adaptive.p.item() == pytest.approx(expected)
-    for expected in (0.75, 0.5, 0.25, 0.0, 0.0):
-        adaptive.update(unsure, "lsgan")
-        assert adaptive.p.item() == pytest.approx(expected)
-    fixed = AugmentProbability(target=None, batches_to_full=4)
-    fixed.update(unsure, "lsgan")
-    assert fixed.p.item() == 1 and not fixed.adaptive
-    with pytest.raises(ValueError, match="discriminator_augment_target must be in"):
-        AugmentProbability(target=1.0, batches_to_full=4)
-    with pytest.raises(ValueError, match="discriminator_augment_batches must be an integer >= 1"):
-        AugmentProbability(target=0.6, batches_to_full=0)
-
-
 def test_discriminator_augmentation_trains_and_bad_names_are_refused(data_root, tmp_path) -> None:
     run_dir = run(tmp_path, "augment", data_root, "trainer.max_epochs=1", "data.steps_per_epoch=2",
                   "system.discriminator_augment=[translation,cutout]")
     assert (run_dir / "checkpoints" / "last.ckpt").is_file()
     fails(tmp_path, "bad", data_root, "system.discriminator_augment=[flip]")
-
-
-def test_adaptive_augmentation_saves_its_probability_and_loads_older_checkpoints(data_root, tmp_path) -> None:
-    run_dir = run(tmp_path, "ada", data_root, "trainer.max_epochs=1", "data.steps_per_epoch=3",
-                  "system.discriminator_augment=[translation,cutout]", "system.discriminator_augment_target=0.6",
-                  "system.discriminator_augment_batches=1")
-    state = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)["state_dict"]
-    assert state["augment_probability.p"].item() in (0.0, 1.0)  # one batch moves it all the way
-    system = build_system(composed(["experiment=tiny", "system.discriminator_augment=[translation]",
-                                    "system.discriminator_augment_target=0.6"]))
-    del state["augment_probability.p"]
-    system.on_load_checkpoint({"state_dict": state})
-    system.load_state_dict({k: v for k, v in state.items() if not k.startswith("model_ema.")})  # the callback's
-    assert system.augment_probability.p.item() == 0
-    with pytest.raises(ValueError, match="discriminator_augment_target adapts the probability"):
-        build_system(composed(["experiment=tiny", "system.discriminator_augment_target=0.6"]))
 
 
 def test_r1_penalty_trains_and_refuses_a_negative_gamma(data_root, tmp_path) -> None:

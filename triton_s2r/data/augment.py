@@ -125,8 +125,7 @@ def augment_paired(uv: Tensor, label: Tensor, images: Tensor, short_side: int, c
 DIFF_AUGMENTATIONS = ("translation", "cutout")
 
 
-def diff_augment(images: Tensor, policy: Sequence[str], translation: float = 0.125, cutout: float = 0.5,
-                 probability: Tensor | None = None) -> Tensor:
+def diff_augment(images: Tensor, policy: Sequence[str], translation: float = 0.125, cutout: float = 0.5) -> Tensor:
     """Randomly shift and cut out each image, differentiably, with its own draw per image.
 
     ``translation`` moves an image by a whole number of pixels, up to ``translation`` of its side in each
@@ -138,8 +137,6 @@ def diff_augment(images: Tensor, policy: Sequence[str], translation: float = 0.1
         policy: names from ``DIFF_AUGMENTATIONS``; empty returns ``images`` itself.
         translation: largest shift as a fraction of the side.
         cutout: side of the cut-out square as a fraction of the image side.
-        probability: scalar tensor in [0, 1] on the images' device: each augmentation reaches each image with
-            this probability, drawn on its own (``AugmentProbability``, docs/method.md §3.2.1); None: every image.
 
     Returns:
         (B, C, H, W), the same dtype.
@@ -148,14 +145,10 @@ def diff_augment(images: Tensor, policy: Sequence[str], translation: float = 0.1
         ValueError: an unknown name in ``policy``.
     """
     check_diff_augment_policy(policy)
-    for name, augment, fraction in (("translation", _translate, translation), ("cutout", _cut_out, cutout)):
-        if name in policy:
-            augmented = augment(images, fraction)
-            if probability is None:
-                images = augmented
-            else:
-                chosen = torch.rand(images.shape[0], 1, 1, 1, device=images.device) < probability
-                images = torch.where(chosen, augmented, images)
+    if "translation" in policy:
+        images = _translate(images, translation)
+    if "cutout" in policy:
+        images = _cut_out(images, cutout)
     return images
 
 

@@ -42,8 +42,7 @@ SCORES = {"train/photo_score": "training photos", "val/photo_score": "held-out p
 #: Training values recorded beside each validation's measures, as last logged before it (one batch's, not a mean):
 #: D_B's score of its training photos against ``val/photo_score`` on held-out ones shows it memorising them; against
 #: its score of the translations, how far apart it tells them.
-TRAINING_SNAPSHOT = ("train/photo_score", "train/translation_score", "train/augment_probability", "train/adversarial",
-                     "train/loss_d")
+TRAINING_SNAPSHOT = ("train/photo_score", "train/translation_score", "train/adversarial", "train/loss_d")
 
 
 def read_curves(path: Path) -> list[dict[str, float]]:
@@ -76,7 +75,7 @@ def plot_curves(rows: list[dict[str, float]], out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [(f"{name.removeprefix('val/')} ({better} is better)", {name: None}) for name, better in PLOTTED.items()]
+    panels = [(f"{name.removeprefix('val/')} ({better} is better)", {name: ""}) for name, better in PLOTTED.items()]
     panels.append(("D_B's mean logit (1: real, 0: translated)", SCORES))
     panels = [(title, lines) for title, lines in panels if any(name in row for row in rows for name in lines)]
     if not panels:

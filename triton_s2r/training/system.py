@@ -60,7 +60,6 @@ from triton_s2r.models.discriminator import MultiScaleDiscriminator
 from triton_s2r.models.triton import SimBatch, TritonModel, to_unit
 from triton_s2r.render.gbuffer import VOID, GBuffer
 from triton_s2r.render.scene import FrameState, LabelTable
-from triton_s2r.training.augment_probability import AugmentProbability
 from triton_s2r.training.background_compile import BackgroundCompile
 from triton_s2r.training.callbacks import (
     CompileNotice,
@@ -115,9 +114,6 @@ class TritonSystem(pl.LightningModule):
         discriminator_augment: augmentations of every discriminator input, real and translated alike, from
             ``triton_s2r.data.augment.DIFF_AUGMENTATIONS`` (``translation``, ``cutout``); empty = none, as the
             reference (docs/method.md §3.2.1).
-        discriminator_augment_target: with ``discriminator_augment``, adapt the augmentations' probability so that
-            D_B's sign heuristic on its photos settles here (``AugmentProbability``; ADA: 0.6); None: every image.
-        discriminator_augment_batches: batches that take that probability from 0 to 1 while D_B memorises.
         supersample: sim G-buffers rendered in the loop at this factor for antialiased textures.
         render_backend: backend for rendering in the loop (``auto``, ``embree``, ``nvdiffrast``).
         gradient_clip_val: clip the gradient norm of each step (None = off).
@@ -191,8 +187,6 @@ class TritonSystem(pl.LightningModule):
         resize_jitter: float = 0.1,
         crop_size: int = 256,
         discriminator_augment: Sequence[str] = (),
-        discriminator_augment_target: float | None = None,
-        discriminator_augment_batches: int = 500,
         supersample: int = 1,
         render_backend: str = "auto",
         gradient_clip_val: float | None = None,
@@ -248,12 +242,7 @@ class TritonSystem(pl.LightningModule):
             raise ValueError("system.lr_decay_from and system.lr_step_size are two schedules of one rate; set one "
                              "of them to null")
         check_diff_augment_policy(discriminator_augment)
-        if discriminator_augment_target is not None and not discriminator_augment:
-            raise ValueError("system.discriminator_augment_target adapts the probability of "
-                             "system.discriminator_augment, which is empty; list augmentations there (e.g. "
-                             "[translation,cutout]) or set the target to null")
         self.discriminator_augment = tuple(discriminator_augment)
-        self.augment_probability = AugmentProbability(discriminator_augment_target, discriminator_augment_batches)
         self.schedule = sorted((int(b), int(s)) for b, s in (resolution_schedule or [[0, crop_size]]))
         if any(s < crop_size for _, s in self.schedule):
             raise ValueError(f"every resolution stage must be >= crop_size {crop_size}: {self.schedule}")
@@ -475,8 +464,6 @@ class TritonSystem(pl.LightningModule):
             if self.photo_score is not None and self.translation_score is not None:
                 self.log("train/photo_score", self.photo_score)
                 self.log("train/translation_score", self.translation_score)
-            if self.discriminator_augment and self.augment_probability.adaptive:
-                self.log("train/augment_probability", self.augment_probability.p)
         losses = {name: value.detach() for name, value in {**terms, "discriminator": loss_d}.items()}
         self.last_step = StepResult(forward=out, losses=losses, skipped=skipped_d | skipped_g)
 
@@ -609,8 +596,6 @@ class TritonSystem(pl.LightningModule):
             if discriminator is self.discriminator_real:
                 self.photo_score = mean_logit(real_logits).detach()
                 self.translation_score = mean_logit(fake_logits).detach()
-                if self.discriminator_augment:
-                    self.augment_probability.update(real_logits, self.losses.gan_type)
             return self.loss_weights[term] * discriminator_adversarial_loss(
                 real_logits, fake_logits, self.losses.gan_type)
 
@@ -776,15 +761,11 @@ class TritonSystem(pl.LightningModule):
     def _logits(self, discriminator: MultiScaleDiscriminator, image: Tensor, eager: bool = False) -> list[Tensor]:
         """Patch logits (fp32) of ``image``, augmented by ``discriminator_augment`` with a fresh draw per call.
 
-        Each augmentation reaches each image with ``augment_probability``'s p when it adapts, else always.
-
         The image goes in as fp32 (photos are fp32, translations bf16 under autocast), so a compiled
         discriminator sees one dtype. ``eager``: bypass ``system.compile`` (its compiled pieces run their Python code).
         """
         with torch.compiler.set_stance("force_eager") if eager else contextlib.nullcontext():
-            p = self.augment_probability.p if self.augment_probability.adaptive else None
-            image = diff_augment(image.float(), self.discriminator_augment, probability=p)
-            return [logit.float() for logit in discriminator(image)]
+            return [logit.float() for logit in discriminator(diff_augment(image.float(), self.discriminator_augment))]
 
     def _logits_of_both(self, discriminator: MultiScaleDiscriminator, real: Tensor,
                         fake: Tensor) -> tuple[list[Tensor], list[Tensor]]:
@@ -810,13 +791,8 @@ class TritonSystem(pl.LightningModule):
         return [] if schedulers is None else list(schedulers) if isinstance(schedulers, list) else [schedulers]
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
-        """Lightning hook: restore the batch count from the checkpoint's ``batches_done`` buffer.
-
-        Checkpoints from before the augmentations' probability was saved get the value this run starts from.
-        """
-        state = checkpoint["state_dict"]
-        self.batches_trained = int(state["batches_done"])  # RNG states: RandomStates
-        state.setdefault("augment_probability.p", self.augment_probability.p.clone())
+        """Lightning hook: restore the batch count from the checkpoint's ``batches_done`` buffer."""
+        self.batches_trained = int(checkpoint["state_dict"]["batches_done"])  # RNG states: RandomStates
 
 
 def together(network: Callable[[Tensor], Tensor], inputs: list[Tensor]) -> list[Tensor]:
