@@ -35,7 +35,7 @@ PLOTTED = {"val/psnr": "higher", "val/psnr_masked": "higher", "val/haarpsi": "hi
            "val/surface_consistency": "lower", "val/warp_error": "lower"}
 
 
-#: D_B's scores drawn in one panel: its training photos above the held-out ones is it memorising them.
+#: D_B's scores, drawn in one panel: the training photos' running ahead of the held-out ones' is it memorising them.
 SCORES = {"train/photo_score": "training photos", "val/photo_score": "held-out photos",
           "train/translation_score": "translations"}
 
@@ -146,10 +146,10 @@ class TrainingCurves(pl.Callback):
 
     @rank_zero_only
     def _record(self, trainer: pl.Trainer, pl_module: TritonSystem, frames: list[torch.Tensor]) -> None:
-        metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith(("val/", "train/"))}
+        metrics = trainer.callback_metrics
         if not any(k.startswith("val/") for k in metrics):
             return
-        values = {k: v for k, v in metrics.items() if k.startswith("val/") or k in TRAINING_SNAPSHOT}
+        values = {k: float(v) for k, v in metrics.items() if k.startswith("val/") or k in TRAINING_SNAPSHOT}
         batch = int(pl_module.batches_done)
         self._rows = [row for row in self._rows if row["batch"] < batch]  # a resumed run redoes rows
         self._rows.append({"batch": batch, "wall_s": self._offset + time.perf_counter() - self._start,
