@@ -250,8 +250,8 @@ class TritonSystem(pl.LightningModule):
         self.batches_trained = 0  # host copy of batches_done (reading the buffer would wait for the GPU)
         self.last_step: StepResult | None = None  # for the callbacks, until the batch ends
         self.progress: dict[str, Tensor] = {}  # the last batch's losses, on the device
-        self.photo_score: Tensor | None = None  # D_B's mean logit on the last batch's photos, on the device
-        self.translation_score: Tensor | None = None  # ... and on its translations x_ab (the D step's)
+        # D_B's mean logits of the last D step, on the device: photo_score (its photos), translation_score (x_ab)
+        self.scores: dict[str, Tensor] = {}
         self._side_tensors: dict[int, Tensor] = {}
         self._render = None  # (scene, states, rasterizer) when the sim domain is rendered in the loop
         self._robot_views: RobotViews | None = None  # the real frames' robot and static objects
@@ -459,11 +459,9 @@ class TritonSystem(pl.LightningModule):
         # ``progress`` is shown by triton_s2r.train.ProgressBar, which reads it only when it refreshes.
         self.progress = {"loss_g": loss_g.detach(), "loss_d": loss_d.detach()}
         if logging_batch(self.trainer):
-            self.log_dict({f"train/{name}": value.detach() for name, value in {**terms, **self.progress}.items()})
+            logged = {**terms, **self.progress, **self.scores}
+            self.log_dict({f"train/{name}": value.detach() for name, value in logged.items()})
             self.log("train/resolution", self._short_side_tensor())
-            if self.photo_score is not None and self.translation_score is not None:
-                self.log("train/photo_score", self.photo_score)
-                self.log("train/translation_score", self.translation_score)
         losses = {name: value.detach() for name, value in {**terms, "discriminator": loss_d}.items()}
         self.last_step = StepResult(forward=out, losses=losses, skipped=skipped_d | skipped_g)
 
@@ -594,8 +592,8 @@ class TritonSystem(pl.LightningModule):
 
         def adversarial(real_logits: list[Tensor], fake_logits: list[Tensor]) -> Tensor:
             if discriminator is self.discriminator_real:
-                self.photo_score = mean_logit(real_logits).detach()
-                self.translation_score = mean_logit(fake_logits).detach()
+                self.scores = {"photo_score": mean_logit(real_logits).detach(),
+                               "translation_score": mean_logit(fake_logits).detach()}
             return self.loss_weights[term] * discriminator_adversarial_loss(
                 real_logits, fake_logits, self.losses.gan_type)
 
