@@ -437,8 +437,8 @@ def test_a_validation_video_that_cannot_be_written_warns_once_and_training_goes_
 def test_curves_record_every_validation_and_continue_on_resume(data_root, tmp_path) -> None:
     """curves.csv gets a row per validation, the plot and the validation video are written, and a resume appends.
 
-    A row holds the batch, the wall time, every val/ measure and the training values last logged before it (D_B's
-    score of its photos, the losses); a resumed run appends to the same file with its clock going on.
+    A row holds the batch, the wall time, every val/ measure and the training values last logged before it (the
+    discriminators' scores, the losses); a resumed run appends to the same file with its clock going on.
     """
     from PIL import Image
 
@@ -454,7 +454,8 @@ def test_curves_record_every_validation_and_continue_on_resume(data_root, tmp_pa
         assert 5 < row["val/psnr"] < 60 and 5 < row["val/psnr_masked"] < 60 and 0 < row["val/haarpsi"] <= 1
         assert row["val/surface_consistency"] > 0 and row["val/warp_error"] > 0
         assert row["train/loss_d"] > 0 and row["train/adversarial"] > 0
-        assert math.isfinite(row["train/photo_score"]) and math.isfinite(row["train/translation_score"])
+        for score in ("photo_score", "translation_score", "render_score", "real_to_sim_score"):  # D_B's, D_A's
+            assert math.isfinite(row[f"train/{score}"])
     assert Image.open(run_dir / "plots" / "curves.png").size[0] > 500
     assert (run_dir / "previews" / "val_sequence.mp4").stat().st_size > 1000
 

@@ -2,8 +2,8 @@
 
 ``TrainingCurves`` (a Lightning callback, added by ``triton-s2r train`` when the data has a test split) appends one
 row per validation to ``RUN/curves.csv`` (columns ``batch``, ``wall_s``, ``epoch``, the measures and the
-``TRAINING_SNAPSHOT`` values), redraws ``RUN/plots/curves.png`` (one panel per measure and one of D_B's scores;
-batches below, minutes of training above) and writes the translated validation sequence to
+``TRAINING_SNAPSHOT`` values), redraws ``RUN/plots/curves.png`` (one panel per measure and one each of D_B's and
+D_A's scores; batches below, minutes of training above) and writes the translated validation sequence to
 ``RUN/previews/val_sequence.mp4``, also logged to W&B as a video when that logger is used; when the video cannot be
 written (no ffmpeg, a full disk) the callback warns once and training goes on without it. A resumed run continues
 the file (wall time goes on from its last row). Validation runs after every epoch (``data.steps_per_epoch`` batches)
@@ -39,10 +39,14 @@ PLOTTED = {"val/psnr": "higher", "val/psnr_masked": "higher", "val/haarpsi": "hi
 SCORES = {"train/photo_score": "training photos", "val/photo_score": "held-out photos",
           "train/translation_score": "translations"}
 
+#: D_A's scores, drawn in the next panel: with D_B's, which discriminator pulls away from its generator.
+SIM_SCORES = {"train/render_score": "renders", "train/real_to_sim_score": "photos translated"}
+
 #: Training values recorded beside each validation's measures, as last logged before it (one batch's, not a mean):
 #: D_B's score of its training photos against ``val/photo_score`` on held-out ones shows it memorising them; against
-#: its score of the translations, how far apart it tells them.
-TRAINING_SNAPSHOT = ("train/photo_score", "train/translation_score", "train/adversarial", "train/loss_d")
+#: its score of the translations, how far apart it tells them; D_A's two scores the same for the other direction.
+TRAINING_SNAPSHOT = ("train/photo_score", "train/translation_score", "train/render_score", "train/real_to_sim_score",
+                     "train/adversarial", "train/loss_d")
 
 
 def read_curves(path: Path) -> list[dict[str, float]]:
@@ -66,7 +70,7 @@ def write_curves(path: Path, rows: list[dict[str, float]]) -> None:
 
 
 def plot_curves(rows: list[dict[str, float]], out: Path) -> None:
-    """One panel per measure of ``PLOTTED`` present in ``rows``, then one of ``SCORES``, written atomically as PNG.
+    """One panel per measure of ``PLOTTED`` present in ``rows``, then the two of scores, atomically as PNG.
 
     Each panel plots its values against batches (bottom axis) and minutes of training (top axis).
     """
@@ -77,6 +81,7 @@ def plot_curves(rows: list[dict[str, float]], out: Path) -> None:
 
     panels = [(f"{name.removeprefix('val/')} ({better} is better)", {name: ""}) for name, better in PLOTTED.items()]
     panels.append(("D_B's mean logit (1: real, 0: translated)", SCORES))
+    panels.append(("D_A's mean logit (1: render, 0: translated)", SIM_SCORES))
     panels = [(title, lines) for title, lines in panels if any(name in row for row in rows for name in lines)]
     if not panels:
         return

@@ -250,7 +250,8 @@ class TritonSystem(pl.LightningModule):
         self.batches_trained = 0  # host copy of batches_done (reading the buffer would wait for the GPU)
         self.last_step: StepResult | None = None  # for the callbacks, until the batch ends
         self.progress: dict[str, Tensor] = {}  # the last batch's losses, on the device
-        # D_B's mean logits of the last D step, on the device: photo_score (its photos), translation_score (x_ab)
+        # Mean logits of the last D step, on the device: D_B's of its photos (photo_score) and of x_ab
+        # (translation_score), D_A's of the renders x_a (render_score) and of x_ba (real_to_sim_score)
         self.scores: dict[str, Tensor] = {}
         self._side_tensors: dict[int, Tensor] = {}
         self._render = None  # (scene, states, rasterizer) when the sim domain is rendered in the loop
@@ -591,9 +592,11 @@ class TritonSystem(pl.LightningModule):
         real, fake = real.detach(), fake.detach()
 
         def adversarial(real_logits: list[Tensor], fake_logits: list[Tensor]) -> Tensor:
-            if discriminator is self.discriminator_real:
-                self.scores = {"photo_score": mean_logit(real_logits).detach(),
-                               "translation_score": mean_logit(fake_logits).detach()}
+            if term == "adversarial":  # D_B or D_A, not the object windows' D_O
+                real_name, fake_name = (("photo_score", "translation_score") if discriminator is self.discriminator_real
+                                        else ("render_score", "real_to_sim_score"))
+                self.scores[real_name] = mean_logit(real_logits).detach()
+                self.scores[fake_name] = mean_logit(fake_logits).detach()
             return self.loss_weights[term] * discriminator_adversarial_loss(
                 real_logits, fake_logits, self.losses.gan_type)
 
