@@ -70,7 +70,7 @@ def write_curves(path: Path, rows: list[dict[str, float]]) -> None:
 
 
 def plot_curves(rows: list[dict[str, float]], out: Path) -> None:
-    """One panel per measure of ``PLOTTED`` present in ``rows``, then the two of scores, atomically as PNG.
+    """One panel per measure of ``PLOTTED`` present in ``rows``, then D_B's and D_A's scores; written atomically (PNG).
 
     Each panel plots its values against batches (bottom axis) and minutes of training (top axis).
     """
