@@ -592,7 +592,7 @@ class TritonSystem(pl.LightningModule):
         real, fake = real.detach(), fake.detach()
 
         def adversarial(real_logits: list[Tensor], fake_logits: list[Tensor]) -> Tensor:
-            if term == "adversarial":  # D_B or D_A, not the object windows' D_O
+            if discriminator is not self.discriminator_object:  # D_B or D_A
                 real_name, fake_name = (("photo_score", "translation_score") if discriminator is self.discriminator_real
                                         else ("render_score", "real_to_sim_score"))
                 self.scores[real_name] = mean_logit(real_logits).detach()
