@@ -65,7 +65,7 @@ class LossSettings:
         detach_sim_targets: the reconstruction and cycle terms compare with x_a as a fixed target, so they train
             the texture only through the networks' input. False (reference): both sides.
         r1_gamma: γ of the R1 penalty (γ/2)·E‖∇_x D(x)‖² on the real images of both discriminators (the photos
-            for D_B, x_a for D_A), added to the discriminator loss; 0 (reference): off; the shipped config: 10.
+            for D_B, x_a for D_A), added to the discriminator loss; 0 (reference): off; the shipped config: 100.
         r1_interval: k >= 1: the R1 penalty is computed at every k-th batch only, weighted by k (lazy
             regularisation, as StyleGAN2): the discriminators' real-image pass leaves the compiled networks and
             is differentiated twice on those batches only. 1: every batch.
