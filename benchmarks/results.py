@@ -284,6 +284,11 @@ def downstream_references(data: str, seeds: Sequence[int], runs: Path, env: dict
             "the real frames (the ceiling) and on the raw UVL images (the floor):\n\n" + "\n".join(lines) + "\n\n")
 
 
+def gpu_present() -> bool:
+    """Whether torch sees a CUDA GPU (the runs without ``--cpu`` render on one)."""
+    return torch.cuda.is_available()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="benchmark dataset with a paired test split and sequences")
@@ -329,6 +334,9 @@ def main() -> None:
     if args.recipe == "demo" and (args.compile or args.downstream or set(args.methods) - {"triton"}):
         parser.error("--recipe demo trains experiment=demo: use --methods triton and --variant rows, without "
                      "--compile and --downstream")
+    if not args.cpu and not gpu_present():
+        parser.error("torch sees no CUDA GPU here: add --cpu to train on the CPU (from the dataset's frames "
+                     "instead of the renderer)")
 
     rows = [(method, METHODS[method]) for method in args.methods] + [(v[0], v[1:]) for v in args.variant]
     if args.compile_cache:

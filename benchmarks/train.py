@@ -255,6 +255,9 @@ def main() -> None:
                         help="instead: DDP scaling of the bf16 step over these GPU counts, e.g. 1 2 (with the first "
                         "--variant's overrides)")
     args = parser.parse_args()
+    if not torch.cuda.is_available():
+        parser.error("this times the training step on a CUDA GPU, and torch sees none here; on the CPU, "
+                     "`python -m benchmarks.demo_step --data DIR` times the demo's step")
     run_rows(args)
 
 

@@ -235,6 +235,7 @@ def test_compile_in_background_skips_the_untimed_compile_runs(tmp_path, monkeypa
 
     monkeypatch.setattr(results, "train_and_evaluate", train_and_evaluate)
     monkeypatch.setattr(results, "fill_compile_cache", fill_compile_cache)
+    monkeypatch.setattr(results, "gpu_present", lambda: True)  # GPU runs, trained by the stand-in above
     monkeypatch.setattr(sys, "argv", ["results", "--data", str(tmp_path), "--concurrent", "--compile",
                                       "--compile-in-background", "--methods", "triton", "oracle",
                                       "--variant", "v", "loss.r1_gamma=1", "--runs", str(tmp_path / "runs")])
@@ -255,3 +256,21 @@ def test_compile_in_background_needs_compile(tmp_path, monkeypatch, capsys) -> N
     with pytest.raises(SystemExit):
         results.main()
     assert "--compile-in-background is a way to --compile: add --compile" in capsys.readouterr().err
+
+
+def test_gpu_runs_without_a_gpu_ask_for_cpu(tmp_path, monkeypatch, capsys) -> None:
+    """Without --cpu the runs render on a GPU: where torch sees none, main stops before any run and says what to add."""
+    import sys
+
+    import pytest
+
+    from benchmarks import results
+
+    monkeypatch.setattr(results, "gpu_present", lambda: False)
+    monkeypatch.setattr(results, "train_and_evaluate", lambda *args, **kwargs: pytest.fail("no run may start"))
+    monkeypatch.setattr(sys, "argv", ["results", "--data", str(tmp_path), "--methods", "triton",
+                                      "--runs", str(tmp_path / "runs")])
+    with pytest.raises(SystemExit):
+        results.main()
+    assert "torch sees no CUDA GPU here: add --cpu" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
