@@ -284,11 +284,6 @@ def downstream_references(data: str, seeds: Sequence[int], runs: Path, env: dict
             "the real frames (the ceiling) and on the raw UVL images (the floor):\n\n" + "\n".join(lines) + "\n\n")
 
 
-def gpu_present() -> bool:
-    """Whether torch sees a CUDA GPU (the runs without ``--cpu`` render on one)."""
-    return torch.cuda.is_available()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="benchmark dataset with a paired test split and sequences")
@@ -334,7 +329,7 @@ def main() -> None:
     if args.recipe == "demo" and (args.compile or args.downstream or set(args.methods) - {"triton"}):
         parser.error("--recipe demo trains experiment=demo: use --methods triton and --variant rows, without "
                      "--compile and --downstream")
-    if not args.cpu and not gpu_present():
+    if not args.cpu and torch.cuda.device_count() == 0:
         parser.error("torch sees no CUDA GPU here: add --cpu to train on the CPU (from the dataset's frames "
                      "instead of the renderer)")
 
@@ -346,7 +341,7 @@ def main() -> None:
         rows = [(name, [*overrides, "system.compile_in_background=true"]) for name, overrides in rows]
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")  # a run's CUDA_VISIBLE_DEVICES names one of these
     gpus = [None] if args.cpu else (visible.split(",") if visible else
-                                    [str(i) for i in range(max(1, torch.cuda.device_count()))])
+                                    [str(i) for i in range(torch.cuda.device_count())])
     # Row r with the s-th seed goes to GPU (r + s) mod n, so every GPU hosts a mix of rows.
     runs = [(Run(name, seed, tuple(overrides), args.runs / f"{name}-seed{seed}"), gpus[(r + s) % len(gpus)])
             for s, seed in enumerate(args.seeds) for r, (name, overrides) in enumerate(rows)]

@@ -235,7 +235,7 @@ def test_compile_in_background_skips_the_untimed_compile_runs(tmp_path, monkeypa
 
     monkeypatch.setattr(results, "train_and_evaluate", train_and_evaluate)
     monkeypatch.setattr(results, "fill_compile_cache", fill_compile_cache)
-    monkeypatch.setattr(results, "gpu_present", lambda: True)  # GPU runs, trained by the stand-in above
+    monkeypatch.setattr(results.torch.cuda, "device_count", lambda: 1)  # one GPU, trained on by the stand-in
     monkeypatch.setattr(sys, "argv", ["results", "--data", str(tmp_path), "--concurrent", "--compile",
                                       "--compile-in-background", "--methods", "triton", "oracle",
                                       "--variant", "v", "loss.r1_gamma=1", "--runs", str(tmp_path / "runs")])
@@ -266,7 +266,7 @@ def test_gpu_runs_without_a_gpu_ask_for_cpu(tmp_path, monkeypatch, capsys) -> No
 
     from benchmarks import results
 
-    monkeypatch.setattr(results, "gpu_present", lambda: False)
+    monkeypatch.setattr(results.torch.cuda, "device_count", lambda: 0)
     monkeypatch.setattr(results, "train_and_evaluate", lambda *args, **kwargs: pytest.fail("no run may start"))
     monkeypatch.setattr(sys, "argv", ["results", "--data", str(tmp_path), "--methods", "triton",
                                       "--runs", str(tmp_path / "runs")])
