@@ -19,6 +19,7 @@ from benchmarks.startup import HANDOVER
 from triton_s2r.cli import main
 from triton_s2r.runs.run_dir import RunDir
 from triton_s2r.train import build
+from triton_s2r.training.background_compile import CHILD_LOG
 
 pytestmark = pytest.mark.gpu
 
@@ -103,10 +104,12 @@ def test_a_background_compile_hands_over_to_the_compiled_step_on_gpu(data: str, 
     child needs well under the three minutes this run trains.
     """
     run_dir = tmp_path / "background"
-    assert main(["train", *GPU_TINY, "logger=csv", f"data.root={data}", "data.sim_source=render",
+    code = main(["train", *GPU_TINY, "logger=csv", f"data.root={data}", "data.sim_source=render",
                  "system.compile=true", "system.compile_mode=reduce-overhead", "system.compile_in_background=true",
-                 "trainer.max_epochs=100000", "++trainer.max_time=00:00:03:00", f"hydra.run.dir={run_dir}"]) == 0
+                 "trainer.max_epochs=100000", "++trainer.max_time=00:00:03:00", f"hydra.run.dir={run_dir}"])
     log = (run_dir / "train.log").read_text()
+    child = run_dir / CHILD_LOG
+    assert code == 0, f"{log[-3000:]}\n--- {child} ---\n{child.read_text()[-3000:] if child.is_file() else 'none'}"
     assert "training eagerly while a child process compiles" in log
     handover = HANDOVER.search(log)  # the line benchmarks.startup reads
     assert handover, log[-3000:]
