@@ -47,8 +47,9 @@ class RealDecoding(NamedTuple):
 
     Attributes:
         x_ab: the sim -> real translation, in [-1, 1] ([-1, 3] on shaded pixels).
-        x_ab_fixed_texture: x_ab with the texture's gradient stopped where the texture is shaded, for the cycle,
-            content and surface terms.
+        x_ab_fixed_texture: x_ab with the texture's gradient stopped where the texture is shaded. Training gives it
+            to the cycle, content and surface terms, so with shading the texture learns only from the adversarial,
+            ℓTR and pairing terms.
         drawn: what G_B draws: its shading in place of the shaded texture, its image elsewhere, in [-1, 1]
             (``models.shading.gain_image``; ℓUC's input with ``loss.surface_on_gain``).
     """
