@@ -468,9 +468,11 @@ def test_shaded_model_sends_the_translation_gradient_straight_to_the_texture() -
     # x_a and the fixed-texture translation (for cycle, content and ℓUC) carry no gradient to the texture.
     batch = shaded.sample_texture(uv, label)
     x_a, projection = shaded.sim_image(batch)
-    _, x_ab_fixed, drawn = shaded.decode_real(shaded.generator_sim.encode(x_a), batch)
-    image, shading = shaded.generator_real.decode_with_extra(shaded.generator_sim.encode(x_a))
+    content = shaded.generator_sim.encode(x_a)
+    _, x_ab_fixed, drawn = shaded.decode_real(content, batch, drawn=True)
+    image, shading = shaded.generator_real.decode_with_extra(content)
     torch.testing.assert_close(drawn, torch.where(surface, shading.expand_as(image), image))  # G_B's own drawing
+    assert shaded.decode_real(content, batch).drawn is None  # only when asked for
     assert not x_a.requires_grad and projection.requires_grad
     shaded.zero_grad()
     x_ab_fixed.mean().backward()

@@ -51,12 +51,12 @@ class RealDecoding(NamedTuple):
             to the cycle, content and surface terms, so with shading the texture learns only from the adversarial,
             ℓTR and pairing terms.
         drawn: what G_B draws: its shading in place of the shaded texture, its image elsewhere, in [-1, 1]
-            (``models.shading.gain_image``; ℓUC's input with ``loss.surface_on_gain``).
+            (``models.shading.gain_image``; ℓUC's input with ``loss.surface_on_gain``); None unless asked for.
     """
 
     x_ab: Tensor
     x_ab_fixed_texture: Tensor
-    drawn: Tensor
+    drawn: Tensor | None = None
 
 
 class TritonModel(nn.Module):
@@ -188,23 +188,29 @@ class TritonModel(nn.Module):
         texture = batch.texture.detach() if self.detach_texture_input else batch.texture
         return self.sim_input(texture, batch.uv, batch.label), texture_projection(batch.texture, batch.label)
 
-    def decode_real(self, content: Tensor, batch: SimBatch) -> RealDecoding:
+    def decode_real(self, content: Tensor, batch: SimBatch, drawn: bool = False) -> RealDecoding:
         """x_ab from the content code c_a = E_A(x_a) of ``batch``.
 
         Without shading x_ab is G_B's image; with ``shading_channels`` > 0, G_B's image on void pixels (and the
         labels of ``draw_labels``) and the shaded texture on the other surfaces (``models.shading``).
 
+        Args:
+            content: c_a, (B, C, h, w).
+            batch: the sim batch c_a was encoded from.
+            drawn: also return G_B's own drawing (``RealDecoding.drawn``).
+
         Returns:
-            ``RealDecoding``: x_ab, x_ab with the texture's gradient stopped, and G_B's own drawing (its shading
-            where the texture is shaded, ``models.shading.gain_image``); all three the same tensor without shading.
+            ``RealDecoding``: x_ab, x_ab with the texture's gradient stopped, and with ``drawn`` G_B's own drawing
+            (its shading where the texture is shaded, ``models.shading.gain_image``); the same tensor throughout
+            without shading.
         """
         if not self.shading_channels:
             x_ab = self.generator_real.decode(content)
-            return RealDecoding(x_ab, x_ab, x_ab)
+            return RealDecoding(x_ab, x_ab, x_ab if drawn else None)
         image, shading = self.generator_real.decode_with_extra(content)
         texture, shaded = batch.texture[:, :3], self.shaded(batch.label)
         return RealDecoding(shade(image, shading, texture, shaded), shade(image, shading, texture.detach(), shaded),
-                            gain_image(image, shading, shaded))
+                            gain_image(image, shading, shaded) if drawn else None)
 
     def translate(self, x_a: Tensor, batch: SimBatch) -> Tensor:
         """Sim -> real: x_ab = G_B(E_A(x_a)) (``decode_real``), (B, 6 + C - 3, H, W) -> (B, 3, H, W) in [-1, 1]."""

@@ -533,11 +533,11 @@ class TritonSystem(pl.LightningModule):
         both = sample if robot is None else SimBatch.cat(sample, m.sample_texture(robot.uv, robot.label))
         x_a, projection = m.sim_image(both)
         c_a = m.generator_sim.encode(x_a)
-        x_ab, x_ab_fixed_texture, drawn = m.decode_real(c_a, both)
+        x_ab, x_ab_fixed_texture, drawn = m.decode_real(c_a, both, drawn=self.losses.surface_on_gain)
         n = sample.uv.shape[0]  # the sim batch comes first in the networks' calls
         cycled = [x_ab_fixed_texture[:n]] if self.loss_weights["content"] or self.loss_weights["cycle"] else []
         c_b, *c_ab = together(m.generator_real.encode, [real, *cycled])
-        surface = drawn if self.losses.surface_on_gain else x_ab_fixed_texture
+        surface = x_ab_fixed_texture if drawn is None else drawn
         out = Forward(uv=sample.uv, label=sample.label, x_a=x_a[:n], projection=projection[:n], real=real,
                       x_ab=x_ab[:n], x_ab_fixed_texture=x_ab_fixed_texture[:n], x_ab_surface=surface[:n],
                       c_a=c_a[:n], c_b=c_b, c_ab=c_ab[0] if c_ab else None,
