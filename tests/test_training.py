@@ -276,32 +276,6 @@ def test_surface_losses_join_after_the_configured_batches(data_root, tmp_path) -
         assert [bool(row[term]) for row in batches] == [False, False, True]
 
 
-def test_surface_terms_on_the_gain_splat_the_shading_where_the_texture_is_shaded(data_root) -> None:
-    """loss.surface_on_gain: ℓUC's input is G_B's grey shading on the shaded surfaces, x_ab on the drawn labels."""
-    values = {}
-    for on_gain in (False, True):
-        cfg = composed([*TINY, f"data.root={data_root}", "loss.surface_losses_from=0",
-                        "loss.loss_weights.surface_consistency=5", f"loss.surface_on_gain={on_gain}"])
-        datamodule, system = build(cfg)
-        system.attach_data(datamodule, torch.device("cpu"))
-        system.eval()
-        batch = datamodule.transfer_batch_to_device(next(iter(datamodule.train_dataloader())), torch.device("cpu"), 0)
-        torch.manual_seed(0)
-        with torch.no_grad():
-            out = system._forward(system._inputs(batch))
-            values[on_gain] = system._generator_terms(out)["surface_consistency"].item()
-        assert out.x_ab_surface is not None
-        shaded = system.model.shaded(out.label).unsqueeze(1).expand_as(out.x_ab)
-        drawn = out.label.unsqueeze(1).expand_as(out.x_ab) > 0
-        assert shaded.any() and (drawn & ~shaded).any()  # the tiny scene shades the robot, G_B draws the objects
-        same = out.x_ab_surface == out.x_ab_fixed_texture
-        assert bool(same[drawn & ~shaded].all())
-        assert bool(same[shaded].all()) != on_gain
-        if on_gain:  # one grey shading channel
-            assert torch.equal(out.x_ab_surface[:, :1].expand_as(out.x_ab)[shaded], out.x_ab_surface[shaded])
-    assert values[True] != pytest.approx(values[False])
-
-
 def test_training_metrics_are_logged_in_the_batches_the_loggers_write(data_root, tmp_path) -> None:
     """Every ``log_every_n_steps``-th batch carries every train metric; the batches between log nothing."""
     run_dir = run(tmp_path, "every2", data_root, "logger=csv", "trainer.max_epochs=1", "data.steps_per_epoch=4",

@@ -54,10 +54,6 @@ class LossSettings:
         surface_blur_sigma: σ >= 0 in pixels of a blur within each label before ℓUC and its chroma form splat the
             translation (``surface_consistency.blur_within_labels``), so that detail finer than it, which two
             views sample differently, is not charged as inconsistency; 0: none (paper).
-        surface_on_gain: ℓUC and its chroma form compare G_B's shading on the shaded surfaces instead of the shaded
-            texture (``RealDecoding.drawn``), so that the texture's own detail, which two views sample differently,
-            is not charged as flicker (docs/method.md §4.3.4); no effect without the shaded output. False: the
-            translation, as the paper.
         texture_reality_target: one of ``TARGETS``: ``"projection"`` (paper: π) or ``"sim_input"`` (reference
             code: x_a[:3]).
         texture_reality_trains: which side ℓTR trains, one of ``TRAINS``: ``"both"`` (paper), ``"texture"``
@@ -90,7 +86,6 @@ class LossSettings:
     surface_grid_size: int = 128
     surface_color_normalization_eps: float | None = None
     surface_blur_sigma: float = 0.0
-    surface_on_gain: bool = False
     texture_reality_target: str = "projection"
     texture_reality_trains: str = "both"
     surface_losses_from: int = 0

@@ -8,7 +8,7 @@ a clamp would stop every gradient at pixels that overshoot, and a texture pushed
 stay there; the discriminator sees the overshoot and pulls it back. The texture then
 receives the gradient of every loss on x_ab directly, per pixel, and has to carry the real colours and
 patterns; the decoder only shades them. With one shading channel the gain is grey, so colour can come
-from the texture only. ``gain_image`` shows the shading alone, for the consistency terms (§4.3.4).
+from the texture only.
 """
 
 from __future__ import annotations
@@ -32,21 +32,3 @@ def shade(image: Tensor, shading: Tensor, texture: Tensor, shaded: Tensor) -> Te
     """
     surface = 2.0 * texture * (1.0 + shading) - 1.0
     return surface.to(image.dtype).where(shaded.unsqueeze(1), image)
-
-
-def gain_image(image: Tensor, shading: Tensor, shaded: Tensor) -> Tensor:
-    """The shading in place of the shaded texture: what the decoder alone draws on every pixel.
-
-    On shaded pixels x_ab = 2·t·(1 + s) - 1 with t mapped onto the surface, so whatever flickers there is s; this
-    image keeps s (grey: repeated over the three channels) where ``shade`` shows the texture, and the decoder's
-    image elsewhere.
-
-    Args:
-        image: (B, 3, H, W) the decoder's image in [-1, 1], kept where ``shaded`` is False.
-        shading: (B, S, H, W) in [-1, 1], S = 1 or 3, as for ``shade``.
-        shaded: (B, H, W) bool, True on the surface pixels that show the shaded texture.
-
-    Returns:
-        (B, 3, H, W) in [-1, 1], in ``image``'s dtype.
-    """
-    return shading.expand_as(image).to(image.dtype).where(shaded.unsqueeze(1), image)

@@ -7,7 +7,6 @@ Paper: §3.1 (texture and projection), §3.2 (translator); docs/method.md §2.5 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -16,7 +15,7 @@ from torch import Tensor, nn
 from triton_s2r.models.generator import StyleFreeGenerator
 from triton_s2r.models.neural_texture import NeuralTexture
 from triton_s2r.models.raster_texture import RasterTexture
-from triton_s2r.models.shading import gain_image, shade
+from triton_s2r.models.shading import shade
 from triton_s2r.models.sim_input import SimInput, texture_projection
 from triton_s2r.models.texture_space import sample_label_textures
 
@@ -40,23 +39,6 @@ class SimBatch:
         """The batches one after the other along the batch dimension (same H, W and C)."""
         return SimBatch(uv=torch.cat([b.uv for b in batches]), label=torch.cat([b.label for b in batches]),
                         texture=torch.cat([b.texture for b in batches]))
-
-
-class RealDecoding(NamedTuple):
-    """``TritonModel.decode_real``'s images, each (B, 3, H, W).
-
-    Attributes:
-        x_ab: the sim -> real translation, in [-1, 1] ([-1, 3] on shaded pixels).
-        x_ab_fixed_texture: x_ab with the texture's gradient stopped where the texture is shaded. Training gives it
-            to the cycle, content and surface terms, so with shading the texture learns only from the adversarial,
-            ℓTR and pairing terms.
-        drawn: what G_B draws: its shading in place of the shaded texture, its image elsewhere, in [-1, 1]
-            (``models.shading.gain_image``; ℓUC's input with ``loss.surface_on_gain``); None unless asked for.
-    """
-
-    x_ab: Tensor
-    x_ab_fixed_texture: Tensor
-    drawn: Tensor | None = None
 
 
 class TritonModel(nn.Module):
@@ -188,29 +170,23 @@ class TritonModel(nn.Module):
         texture = batch.texture.detach() if self.detach_texture_input else batch.texture
         return self.sim_input(texture, batch.uv, batch.label), texture_projection(batch.texture, batch.label)
 
-    def decode_real(self, content: Tensor, batch: SimBatch, drawn: bool = False) -> RealDecoding:
+    def decode_real(self, content: Tensor, batch: SimBatch) -> tuple[Tensor, Tensor]:
         """x_ab from the content code c_a = E_A(x_a) of ``batch``.
 
         Without shading x_ab is G_B's image; with ``shading_channels`` > 0, G_B's image on void pixels (and the
         labels of ``draw_labels``) and the shaded texture on the other surfaces (``models.shading``).
 
-        Args:
-            content: c_a, (B, C, h, w).
-            batch: the sim batch c_a was encoded from.
-            drawn: also return G_B's own drawing (``RealDecoding.drawn``).
-
         Returns:
-            ``RealDecoding``: x_ab, x_ab with the texture's gradient stopped, and with ``drawn`` G_B's own drawing
-            (its shading where the texture is shaded, ``models.shading.gain_image``); the same tensor throughout
-            without shading.
+            ``(x_ab, x_ab_fixed_texture)``: (B, 3, H, W) in [-1, 1], and the same image with the texture's
+            gradient stopped (the same tensor without shading). Training gives the second to the cycle, content
+            and ℓUC terms, so with shading the texture learns only from the adversarial and ℓTR terms.
         """
         if not self.shading_channels:
             x_ab = self.generator_real.decode(content)
-            return RealDecoding(x_ab, x_ab, x_ab if drawn else None)
+            return x_ab, x_ab
         image, shading = self.generator_real.decode_with_extra(content)
         texture, shaded = batch.texture[:, :3], self.shaded(batch.label)
-        return RealDecoding(shade(image, shading, texture, shaded), shade(image, shading, texture.detach(), shaded),
-                            gain_image(image, shading, shaded) if drawn else None)
+        return shade(image, shading, texture, shaded), shade(image, shading, texture.detach(), shaded)
 
     def translate(self, x_a: Tensor, batch: SimBatch) -> Tensor:
         """Sim -> real: x_ab = G_B(E_A(x_a)) (``decode_real``), (B, 6 + C - 3, H, W) -> (B, 3, H, W) in [-1, 1]."""

@@ -50,9 +50,6 @@ class Forward:
         x_ab: (B, 3, H, W) the sim -> real translation in [-1, 1].
         x_ab_fixed_texture: x_ab with the texture's gradient stopped where the model shades the texture
             (``TritonModel.decode_real``), else x_ab itself.
-        x_ab_surface: (B, 3, H, W) what ℓUC and its chroma form splat: x_ab_fixed_texture, or with
-            ``loss.surface_on_gain`` G_B's shading in place of the shaded texture (``RealDecoding.drawn``); None
-            where a system has no surface terms (the paired oracle).
         c_a, c_b: content codes of x_a and of the photos; x_ba: the real -> sim translation (None where a
             system has no real -> sim half, as the paired oracle); c_ab: the content code of x_ab_fixed_texture, for
             the content and cycle terms (None without them).
@@ -70,7 +67,6 @@ class Forward:
     real: Tensor
     x_ab: Tensor
     x_ab_fixed_texture: Tensor
-    x_ab_surface: Tensor | None = None
     c_a: Tensor | None = None
     c_b: Tensor | None = None
     c_ab: Tensor | None = None

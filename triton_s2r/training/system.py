@@ -533,14 +533,13 @@ class TritonSystem(pl.LightningModule):
         both = sample if robot is None else SimBatch.cat(sample, m.sample_texture(robot.uv, robot.label))
         x_a, projection = m.sim_image(both)
         c_a = m.generator_sim.encode(x_a)
-        x_ab, x_ab_fixed_texture, drawn = m.decode_real(c_a, both, drawn=self.losses.surface_on_gain)
+        x_ab, x_ab_fixed_texture = m.decode_real(c_a, both)
         n = sample.uv.shape[0]  # the sim batch comes first in the networks' calls
         cycled = [x_ab_fixed_texture[:n]] if self.loss_weights["content"] or self.loss_weights["cycle"] else []
         c_b, *c_ab = together(m.generator_real.encode, [real, *cycled])
-        surface = x_ab_fixed_texture if drawn is None else drawn
         out = Forward(uv=sample.uv, label=sample.label, x_a=x_a[:n], projection=projection[:n], real=real,
-                      x_ab=x_ab[:n], x_ab_fixed_texture=x_ab_fixed_texture[:n], x_ab_surface=surface[:n],
-                      c_a=c_a[:n], c_b=c_b, c_ab=c_ab[0] if c_ab else None,
+                      x_ab=x_ab[:n], x_ab_fixed_texture=x_ab_fixed_texture[:n], c_a=c_a[:n], c_b=c_b,
+                      c_ab=c_ab[0] if c_ab else None,
                       x_ba=m.generator_sim.decode(c_b), robot_x_ab=None if robot is None else x_ab[n:],
                       robot_label=None if robot is None else robot.label,
                       robot_projection=None if robot is None else projection[n:])
@@ -742,15 +741,14 @@ class TritonSystem(pl.LightningModule):
             with torch.autocast(self.device.type, enabled=False):  # x_ab in [-1, 1], the colours in [0, 1]
                 terms["label_colours"] = label_colour_loss(x_ab.float() * 0.5 + 0.5, out.label, *self._label_colours)
         with torch.autocast(self.device.type, enabled=False):
-            assert out.x_ab_surface is not None  # set by _forward
             if w["surface_consistency"] and surface_losses_on:
                 terms["surface_consistency"] = surface_consistency_loss(
-                    out.x_ab_surface.float(), out.uv, out.label, m.num_labels, s.surface_grid_size,
+                    out.x_ab_fixed_texture.float(), out.uv, out.label, m.num_labels, s.surface_grid_size,
                     color_normalization_eps=s.surface_color_normalization_eps, sim_clip_frames=s.sim_clip_frames,
                     blur_sigma=s.surface_blur_sigma)
             if w["surface_chroma_consistency"] and surface_losses_on:
                 terms["surface_chroma_consistency"] = surface_chroma_consistency_loss(
-                    out.x_ab_surface.float(), out.uv, out.label, m.num_labels, s.surface_grid_size,
+                    out.x_ab_fixed_texture.float(), out.uv, out.label, m.num_labels, s.surface_grid_size,
                     s.surface_blur_sigma)
             if w["texture_reality"] and surface_losses_on:
                 target = texture_reality_target(out.projection.float(), x_a.float(), s.texture_reality_target)
