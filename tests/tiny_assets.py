@@ -37,9 +37,9 @@ def metric_rows(run_dir: Path) -> list[dict[str, str]]:
 def train_twice_through_a_compile_cache_file(args: list[str], tmp_path: Path, monkeypatch) -> tuple[str, str]:
     """``triton-s2r ARGS`` (compiled, with ``system.compile_cache_file``) into tmp_path/a, then into tmp_path/b.
 
-    Each run starts from a reset TorchDynamo, as a fresh process does: what earlier tests in this process left there
-    (recompiles, dimensions marked dynamic) would otherwise shape the first run's graphs and not the second's. The
-    second run has an empty Inductor cache: checks that it took every graph from the file. Returns both logs.
+    Each run starts from a reset TorchDynamo, as a fresh process does, so that nothing earlier tests in this process
+    compiled can make the first run's graphs differ from the second's. The second run has an empty Inductor cache:
+    checks that it took every graph from the file. Returns both logs.
     """
     torch._dynamo.reset()
     assert main([*args, f"hydra.run.dir={tmp_path / 'a'}"]) == 0
