@@ -23,7 +23,7 @@ from tiny_assets import metric_rows
 from triton_s2r.cli import main
 from triton_s2r.data.datamodule import ClipSampler, EpochSampler, TritonDataModule
 from triton_s2r.train import build, build_system, chosen_experiments
-from triton_s2r.training.callbacks import CompileNotice, LearningRateDecay, NonFiniteLossError
+from triton_s2r.training.callbacks import CompileNotice, LearningRateDecay, NonFiniteLossError, WeightAverage
 from triton_s2r.utils.cuda_memory import ALLOCATOR_ENV
 
 CONF = Path(__file__).resolve().parent.parent / "triton_s2r" / "conf"
@@ -124,6 +124,22 @@ def test_learning_rates_decay_linearly_to_zero_over_the_end_of_the_budget(data_r
         build_system(composed(["system.lr_decay_from=0.5", "system.lr_step_size=1000"]))
     with pytest.raises(ValueError, match=r"must be in \[0, 1\)"):
         LearningRateDecay(1.0)
+
+
+@pytest.mark.parametrize(("batches", "recent"), [(1_000, 74), (12_000, 693)])
+def test_half_the_weight_average_lies_on_the_recent_batches_that_training_md_names(batches, recent) -> None:
+    # docs/training.md#weight-average: the last 74 batches at batch 1,000 (the warm-up's share of the run), the last
+    # 693 once the decay 0.999 holds. The weight is 1 over those batches and 0 before: the average reads about 0.5.
+    model = torch.nn.Linear(1, 1, bias=False)
+    system = SimpleNamespace(model=model, batches_trained=0)
+    average = WeightAverage(0.999)
+    average.setup(None, system, "fit")  # pyright: ignore[reportArgumentType]  # the hooks read these attributes only
+    for t in range(batches):
+        with torch.no_grad():
+            model.weight.fill_(float(t >= batches - recent))
+        system.batches_trained = t + 1
+        average.on_train_batch_end(None, system, None, None, t)  # pyright: ignore[reportArgumentType]
+    assert system.model_ema.weight.item() == pytest.approx(0.5, abs=0.01)
 
 
 def test_a_compiled_run_says_that_its_first_batch_compiles_and_how_long_it_took(data_root, tmp_path, caplog) -> None:
