@@ -179,7 +179,8 @@ class TritonModel(nn.Module):
         Returns:
             ``(x_ab, x_ab_fixed_texture)``: (B, 3, H, W) in [-1, 1], and the same image with the texture's
             gradient stopped (the same tensor without shading). Training gives the second to the cycle, content
-            and ℓUC terms, so with shading the texture learns only from the adversarial and ℓTR terms.
+            and ℓUC terms, so with shading the texture learns only from the adversarial, ℓTR and pairing terms
+            (docs/method.md §4.6).
         """
         if not self.shading_channels:
             x_ab = self.generator_real.decode(content)
