@@ -449,6 +449,21 @@ def test_a_validation_video_that_cannot_be_written_warns_once_and_training_goes_
     assert int(torch.load(out / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]["batches_done"]) == 2
 
 
+def test_the_curves_minute_axis_goes_on_past_the_validations_at_their_end_rates() -> None:
+    """The top axis maps batches to minutes through the validations and beyond them, and back.
+
+    Ticks before the first validation and after the last used to pile up on the range's ends (a clamped map).
+    """
+    import numpy as np
+
+    from triton_s2r.training.curves import minutes_axis
+
+    to_minutes, to_batches = minutes_axis(np.array([150.0, 300.0, 1200.0]), np.array([1.0, 2.0, 5.0]))
+    batches = np.array([0.0, 150.0, 750.0, 1200.0, 1500.0])
+    assert np.allclose(to_minutes(batches), [0.0, 1.0, 3.5, 5.0, 6.0])  # 1/150 min a batch early, 1/300 late
+    assert np.allclose(to_batches(to_minutes(batches)), batches)
+
+
 @pytest.mark.slow
 def test_curves_record_every_validation_and_continue_on_resume(data_root, tmp_path) -> None:
     """curves.csv gets a row per validation, the plot and the validation video are written, and a resume appends.

@@ -28,6 +28,8 @@ from triton_s2r.runs.run_dir import RunDir
 from triton_s2r.utils.files import atomic_write
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from triton_s2r.training.system import TritonSystem
 
 #: Measures drawn, in panel order, with the direction that is better.
@@ -69,6 +71,29 @@ def write_curves(path: Path, rows: list[dict[str, float]]) -> None:
         tmp.write_text(buffer.getvalue())
 
 
+def minutes_axis(batches: np.ndarray, minutes: np.ndarray) -> tuple[Callable[[np.ndarray], np.ndarray],
+                                                                    Callable[[np.ndarray], np.ndarray]]:
+    """The maps between batches and minutes of the curves' top axis, each the other's inverse.
+
+    Piecewise linear through the validations, and on beyond them with the first and last segments' slopes, so that
+    the minute ticks before the first validation and after the last keep their places instead of piling up on the
+    ends of the validated range.
+
+    Args:
+        batches: (N,) the validations' batches, strictly increasing, N >= 2.
+        minutes: (N,) their minutes of training, strictly increasing.
+
+    Returns:
+        (batches to minutes, minutes to batches), each taking and returning an array.
+    """
+    reach = 10.0 * (batches[-1] - batches[0])
+    first = (minutes[1] - minutes[0]) / (batches[1] - batches[0])
+    last = (minutes[-1] - minutes[-2]) / (batches[-1] - batches[-2])
+    b = np.concatenate([[batches[0] - reach], batches, [batches[-1] + reach]]).astype(float)
+    m = np.concatenate([[minutes[0] - first * reach], minutes, [minutes[-1] + last * reach]]).astype(float)
+    return (lambda x: np.interp(x, b, m)), (lambda x: np.interp(x, m, b))
+
+
 def plot_curves(rows: list[dict[str, float]], out: Path) -> None:
     """One panel per measure of ``PLOTTED`` present in ``rows``, then D_B's and D_A's scores; written atomically (PNG).
 
@@ -101,9 +126,8 @@ def plot_curves(rows: list[dict[str, float]], out: Path) -> None:
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("batches")
         ax.grid(alpha=0.3)
-        if len(rows) > 1 and np.all(np.diff(batches) > 0):
-            top = ax.secondary_xaxis("top", functions=(lambda b: np.interp(b, batches, minutes),
-                                                       lambda m: np.interp(m, minutes, batches)))
+        if len(rows) > 1 and np.all(np.diff(batches) > 0) and np.all(np.diff(minutes) > 0):
+            top = ax.secondary_xaxis("top", functions=minutes_axis(batches, minutes))
             top.set_xlabel("minutes of training", fontsize=8)
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
