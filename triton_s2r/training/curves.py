@@ -2,12 +2,12 @@
 
 ``TrainingCurves`` (a Lightning callback, added by ``triton-s2r train`` when the data has a test split) appends one
 row per validation to ``RUN/curves.csv`` (columns ``batch``, ``wall_s``, ``epoch``, the measures and the
-``TRAINING_SNAPSHOT`` values), redraws ``RUN/plots/curves.png`` (one panel per measure and one each of D_B's and
-D_A's scores; batches below, minutes of training above) and writes the translated validation sequence to
-``RUN/previews/val_sequence.mp4``, also logged to W&B as a video when that logger is used; when the video cannot be
-written (no ffmpeg, a full disk) the callback warns once and training goes on without it. A resumed run continues
-the file (wall time goes on from its last row). Validation runs after every epoch (``data.steps_per_epoch`` batches)
-or every ``trainer.val_check_interval`` batches.
+``TRAINING_SNAPSHOT`` values), redraws ``RUN/plots/curves.png`` (one panel per measure, one each of D_B's and
+D_A's scores and one of every label's PSNR; batches below, minutes of training above) and writes the translated
+validation sequence to ``RUN/previews/val_sequence.mp4``, also logged to W&B as a video when that logger is used;
+when the video cannot be written (no ffmpeg, a full disk) the callback warns once and training goes on without it.
+A resumed run continues the file (wall time goes on from its last row). Validation runs after every epoch
+(``data.steps_per_epoch`` batches) or every ``trainer.val_check_interval`` batches.
 """
 
 from __future__ import annotations
@@ -43,6 +43,9 @@ SCORES = {"train/photo_score": "training photos", "val/photo_score": "held-out p
 
 #: D_A's scores, drawn in the next panel: with D_B's, which discriminator pulls away from its generator.
 SIM_SCORES = {"train/render_score": "renders", "train/real_to_sim_score": "photos translated"}
+
+#: The prefix of each label's PSNR (``val/psnr/<label>``), drawn in one panel.
+LABEL_PSNR = "val/psnr/"
 
 #: Training values recorded beside each validation's measures, as last logged before it (one batch's, not a mean):
 #: D_B's score of its training photos against ``val/photo_score`` on held-out ones shows it memorising them; against
@@ -95,7 +98,7 @@ def minutes_axis(batches: np.ndarray, minutes: np.ndarray) -> tuple[Callable[[np
 
 
 def plot_curves(rows: list[dict[str, float]], out: Path) -> None:
-    """One panel per measure of ``PLOTTED`` present in ``rows``, then D_B's and D_A's scores; written atomically (PNG).
+    """One panel per measure of ``PLOTTED`` in ``rows``, D_B's and D_A's scores, the labels' PSNR; written atomically.
 
     Each panel plots its values against batches (bottom axis) and minutes of training (top axis).
     """
@@ -107,6 +110,8 @@ def plot_curves(rows: list[dict[str, float]], out: Path) -> None:
     panels = [(f"{name.removeprefix('val/')} ({better} is better)", {name: ""}) for name, better in PLOTTED.items()]
     panels.append(("D_B's mean logit (1: real, 0: translated)", SCORES))
     panels.append(("D_A's mean logit (1: render, 0: translated)", SIM_SCORES))
+    per_label = sorted({name for row in rows for name in row if name.startswith(LABEL_PSNR)})
+    panels.append(("psnr per label (higher is better)", {name: name.removeprefix(LABEL_PSNR) for name in per_label}))
     panels = [(title, lines) for title, lines in panels if any(name in row for row in rows for name in lines)]
     if not panels:
         return
@@ -122,7 +127,7 @@ def plot_curves(rows: list[dict[str, float]], out: Path) -> None:
             if points:
                 ax.plot(*zip(*points, strict=True), marker="o", markersize=3, label=label)
         if any(lines.values()):
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=7, ncol=2 if len(lines) > 5 else 1)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("batches")
         ax.grid(alpha=0.3)

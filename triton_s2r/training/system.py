@@ -257,6 +257,7 @@ class TritonSystem(pl.LightningModule):
         self._render = None  # (scene, states, rasterizer) when the sim domain is rendered in the loop
         self._robot_views: RobotViews | None = None  # the real frames' robot and static objects
         self._background_labels: list[int] = []
+        self._label_names: tuple[str, ...] = ()  # ids 1..K, for val/psnr/<label>
         self._label_colours: tuple[Tensor, Tensor] | None = None  # (targets (K+1, 3), has_target (K+1,)), on the device
         self._phase_gradients = PhaseGradients()  # under DDP: which gradients the next backward pass averages
         if channels_last:
@@ -341,6 +342,7 @@ class TritonSystem(pl.LightningModule):
         labels = datamodule.labels if datamodule is not None else None
         # val/psnr_masked scores objects and robot, as eval's psnr_masked: the table is background.
         self._background_labels = [labels.id_of("table")] if labels is not None and "table" in labels.names else []
+        self._label_names = labels.names if labels is not None else ()
         if self.loss_weights.get("label_colours") and labels is not None:
             self._label_colours = self._label_colour_targets(labels, device)
         rendered_sim = datamodule is not None and datamodule.sim_source == "render"
@@ -492,8 +494,9 @@ class TritonSystem(pl.LightningModule):
         """Score translations of the datamodule's validation frames, as ``triton-s2r eval`` scores them.
 
         Loader 0 (paired test frames): ``val/psnr``, ``val/psnr_masked`` (objects and robot: no table, no void),
-        ``val/ssim``, ``val/haarpsi``, ``val/photo_score`` (D_B's mean logit on these held-out photos, resized and
-        centre-cropped as training shows its photos). Loader 1 (consecutive frames of a sequence, one batch):
+        ``val/psnr/<label>`` (each label's pixels, in the frames that show it), ``val/ssim``, ``val/haarpsi``,
+        ``val/photo_score`` (D_B's mean logit on these held-out photos, resized and centre-cropped as training shows
+        its photos). Loader 1 (consecutive frames of a sequence, one batch):
         ``val/surface_consistency`` and ``val/warp_error``; returns the translated frames (T, 3, H, W) in [0, 1]
         (``TrainingCurves`` writes them as a video).
         """
@@ -519,6 +522,11 @@ class TritonSystem(pl.LightningModule):
         if objects.any():
             keep = objects.flatten(1).any(1)
             log("psnr_masked", metrics.psnr(translation[keep], real[keep], mask=objects[keep]))
+        for label_id, name in enumerate(self._label_names, start=1):  # which surfaces a change of val/psnr comes from
+            mask = gbuffer.label == label_id
+            keep = mask.flatten(1).any(1)
+            if keep.any():
+                log(f"psnr/{name}", metrics.psnr(translation[keep], real[keep], mask=mask[keep]))
         return None
 
     def _forward(self, inputs: StepInputs) -> Forward:
