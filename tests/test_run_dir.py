@@ -63,7 +63,6 @@ def test_finished_run_holds_bounded_checkpoints_labels_scene_and_log(finished, d
     assert int(state(run.checkpoint_dir / "best.ckpt")["batches_done"]) == psnr.index(max(psnr)) + 1
 
 
-
 def test_curves_hold_each_labels_psnr_at_each_validation(finished, manifest) -> None:
     """val/psnr/<label>: a column per label that the validation frames show, beside the frame's val/psnr."""
     from triton_s2r.training.curves import LABEL_PSNR, read_curves
@@ -74,6 +73,7 @@ def test_curves_hold_each_labels_psnr_at_each_validation(finished, manifest) -> 
     assert shown <= set(manifest["labels"]["names"])
     for row in rows:
         assert all(5 < row[LABEL_PSNR + name] < 60 for name in shown if LABEL_PSNR + name in row), row
+
 
 def test_last_links_to_the_newest_epoch_and_a_lost_link_falls_back_to_it(finished, data_root, tmp_path,
                                                                          capfd) -> None:

@@ -155,16 +155,6 @@ def _haarpsi(frames: Tensor, real: Tensor, mask: Tensor | None = None) -> float:
     return float(torch.cat(values).mean())
 
 
-def _psnr_by_label(translation: Tensor, real: Tensor, label: Tensor, names: list[str]) -> dict[str, float | None]:
-    """PSNR over each label's pixels (id 0: void), averaged over the frames that show it; None if none does."""
-    result: dict[str, float | None] = {}
-    for i, name in enumerate(names):
-        mask = label == i
-        shown = mask.flatten(1).any(1)
-        result[name] = float(metrics.psnr(translation[shown], real[shown], mask=mask[shown])) if shown.any() else None
-    return result
-
-
 def _per_label(values: Tensor, names: list[str], exclude: list[int], key: str) -> dict:
     """``{key}_by_label`` from (K + 1,) values (void included; None where NaN) and ``{key}_masked``.
 
@@ -322,7 +312,8 @@ def evaluate(
         "ssim_masked": float(metrics.ssim(translation[keep], real[keep], mask=objects[keep])),
         "haarpsi": _haarpsi(translation, real),
         "haarpsi_masked": _haarpsi(translation[keep], real[keep], objects[keep]),
-        "psnr_by_label": _psnr_by_label(translation, real, gbuffer.label, label_names),
+        "psnr_by_label": _named(metrics.psnr_by_label(translation, real, gbuffer.label, dataset.labels.num_labels),
+                                label_names),
         **_colour_errors(metrics.colour_error_matrix(translation, real, gbuffer.label, len(label_names) - 1),
                          interchangeable, label_names, exclude),
         **_per_label(_ratio(metrics.contrast_by_label, translation, real, gbuffer.label, dataset.labels.num_labels),

@@ -92,6 +92,27 @@ def psnr(
     return _reduce(value, reduction)
 
 
+def psnr_by_label(pred: Tensor, target: Tensor, label: Tensor, num_labels: int) -> Tensor:
+    """``psnr`` over each label's pixels, averaged over the frames that show the label: where fidelity is won or lost.
+
+    Args:
+        pred: (B, C, H, W) float in [0, 1], e.g. translated frames.
+        target: (B, C, H, W) float in [0, 1], the paired real photos.
+        label: (B, H, W) int64 label ids, 0 = void, 1..K.
+        num_labels: K.
+
+    Returns:
+        (K + 1,) float32 dB, entry l for label id l (entry 0: void); NaN where no frame shows l.
+    """
+    values = torch.full((num_labels + 1,), float("nan"), device=pred.device)
+    for i in range(num_labels + 1):
+        mask = label == i
+        shown = mask.flatten(1).any(1)
+        if shown.any():
+            values[i] = psnr(pred[shown], target[shown], mask=mask[shown])
+    return values
+
+
 def ssim(pred: Tensor, target: Tensor, mask: Tensor | None = None, reduction: str = "mean") -> Tensor:
     """Structural similarity (Wang et al. 2004): 11×11 Gaussian window, sigma 1.5, data range 1.
 

@@ -522,11 +522,11 @@ class TritonSystem(pl.LightningModule):
         if objects.any():
             keep = objects.flatten(1).any(1)
             log("psnr_masked", metrics.psnr(translation[keep], real[keep], mask=objects[keep]))
-        for label_id, name in enumerate(self._label_names, start=1):  # which surfaces a change of val/psnr comes from
-            mask = gbuffer.label == label_id
-            keep = mask.flatten(1).any(1)
-            if keep.any():
-                log(f"psnr/{name}", metrics.psnr(translation[keep], real[keep], mask=mask[keep]))
+        # which surfaces a change of val/psnr comes from (entry 0, the void, is not logged)
+        by_label = metrics.psnr_by_label(translation, real, gbuffer.label, len(self._label_names))
+        for name, value in zip(self._label_names, by_label[1:], strict=True):
+            if not value.isnan():
+                log(f"psnr/{name}", value)
         return None
 
     def _forward(self, inputs: StepInputs) -> Forward:
