@@ -166,7 +166,10 @@ class SyncFinder(pl.Callback):
 
 
 def step_flops(system, datamodule) -> float:
-    """FLOPs of one training step (forward + backward of both phases), counted by PyTorch."""
+    """FLOPs of the forward pass and the generators' phase of one step, counted by PyTorch.
+
+    The discriminators' phase adds about 1 % (``benchmarks.step_flops`` counts both phases, by network).
+    """
     from torch.utils.flop_counter import FlopCounterMode
 
     batch = datamodule.transfer_batch_to_device(next(iter(datamodule.train_dataloader())), torch.device("cuda"), 0)
@@ -294,9 +297,9 @@ def run_rows(args: argparse.Namespace) -> None:
              "256x256 crops, neural texture evaluated per pixel, compiled as experiment=paper (CUDA graphs, activation "
              "memory budget 0.5) unless a variant says otherwise; throughput over the timed steps (synchronised only "
              "before the first and after the last). FLOPs counted by torch.utils.flop_counter (convolutions and "
-             f"matmuls) for the uncompiled step. First step s: from the start of training to the end of the first "
-             f"batch; warm-up s: the untimed first {args.warmup} steps (CUDA and cuDNN set-up and, compiled, the "
-             "compilation).\n\n" + "\n".join(rows))
+             "matmuls) for the uncompiled step's forward pass and generators' phase. First step s: from the start of "
+             f"training to the end of the first batch; warm-up s: the untimed first {args.warmup} steps (CUDA and "
+             "cuDNN set-up and, compiled, the compilation).\n\n" + "\n".join(rows))
     if not args.no_write:
         write_section(f"train:{machine()}", f"Training step: {machine()}", table)
     print(table)
