@@ -24,12 +24,10 @@ import traceback
 
 import pytorch_lightning as pl
 import torch
-from hydra import compose, initialize_config_module
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from benchmarks.train import step_overrides
+from benchmarks.train import fit_one_epoch, step_overrides
 from triton_s2r.losses import reconstruction
-from triton_s2r.train import build
 
 COUNTED_BATCH = 2  # after the first batches' one-off set-up
 
@@ -68,20 +66,12 @@ class CountOneBatch(pl.Callback):
 
 def count_step(data: str, batch: int, crop: int, precision: str) -> CallCounter:
     """The calls of one eager training step of the shipped recipe on ``data``."""
-    gpu = torch.cuda.is_available()
     overrides = [*step_overrides(data, batch), f"data.steps_per_epoch={COUNTED_BATCH + 1}", "data.num_workers=0",
-                 f"trainer.precision={precision}", "system.compile=false", "hydra.run.dir=/tmp/bench_host_calls",
+                 f"trainer.precision={precision}", "system.compile=false",
                  f"system.resolution_schedule=[[0,{crop}]]", f"system.crop_size={crop}",
-                 *([] if gpu else ["data.sim_source=frames"])]
-    with initialize_config_module("triton_s2r.conf", version_base="1.3"):
-        cfg = compose("train", overrides=overrides)
-    datamodule, system = build(cfg)
+                 *([] if torch.cuda.is_available() else ["data.sim_source=frames"])]
     counting = CountOneBatch()
-    # precision: one of Lightning's precision names, checked by the Trainer (its type is a Literal).
-    trainer = pl.Trainer(accelerator="gpu" if gpu else "cpu", devices=1, precision=precision, max_epochs=1,  # pyright: ignore[reportArgumentType]
-                         logger=False, enable_checkpointing=False, enable_progress_bar=False, callbacks=[counting],
-                         default_root_dir="/tmp/bench_host_calls", num_sanity_val_steps=0)
-    trainer.fit(system, datamodule=datamodule)
+    fit_one_epoch(overrides, counting, "/tmp/bench_host_calls", precision)
     return counting.counter
 
 

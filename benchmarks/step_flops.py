@@ -23,12 +23,10 @@ import argparse
 
 import pytorch_lightning as pl
 import torch
-from hydra import compose, initialize_config_module
 from torch.utils.flop_counter import FlopCounterMode
 
 from benchmarks.report import write_section
-from benchmarks.train import step_overrides
-from triton_s2r.train import build
+from benchmarks.train import fit_one_epoch, step_overrides
 
 COUNTED_BATCH = 1  # batch 0 carries the lazy R1 penalty (every 16th batch)
 NETWORKS = {"ContentEncoder": "encoders", "Decoder": "decoders", "NeuralTexture": "texture",
@@ -78,18 +76,10 @@ def count_step(data: str, extra: list[str]) -> dict[str, float]:
     ``total``: the whole step, forward and backward; per network (``NETWORKS``' labels): its forward passes in the
     step (E_A and E_B count together, as do G_A and G_B, and the discriminators).
     """
-    gpu = torch.cuda.is_available()
     overrides = [*step_overrides(data, 4), f"data.steps_per_epoch={COUNTED_BATCH + 1}", "data.num_workers=0",
-                 "system.compile=false", "hydra.run.dir=/tmp/bench_step_flops",
-                 *([] if gpu else ["render=embree"]), *extra]
-    with initialize_config_module("triton_s2r.conf", version_base="1.3"):
-        cfg = compose("train", overrides=overrides)
-    datamodule, system = build(cfg)
+                 "system.compile=false", *([] if torch.cuda.is_available() else ["render=embree"]), *extra]
     counting = CountOneBatch()
-    trainer = pl.Trainer(accelerator="gpu" if gpu else "cpu", devices=1, max_epochs=1, logger=False,
-                         enable_checkpointing=False, enable_progress_bar=False, callbacks=[counting],
-                         default_root_dir="/tmp/bench_step_flops", num_sanity_val_steps=0)
-    trainer.fit(system, datamodule=datamodule)
+    fit_one_epoch(overrides, counting, "/tmp/bench_step_flops")
     return {"total": float(counting.counter.get_total_flops()), **counting.forward}
 
 
