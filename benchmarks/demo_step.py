@@ -17,30 +17,20 @@ from __future__ import annotations
 
 import argparse
 
-import pytorch_lightning as pl
 import torch
-from hydra import compose, initialize_config_module
 
 from benchmarks.report import machine, write_section
-from benchmarks.train import StepTimer
+from benchmarks.train import StepTimer, fit_one_epoch
 from triton_s2r.conf import cpu_has_bf16
-from triton_s2r.train import build
 
 
 def seconds_per_batch(data: str, precision: str, steps: int, warmup: int, extra: tuple[str, ...]) -> float:
     """Mean wall seconds of one demo batch at ``precision`` with the Hydra overrides ``extra``."""
     overrides = ["experiment=demo", f"data.root={data}", "data.build_preset=null",
                  f"data.steps_per_epoch={warmup + steps}", "data.val_frames=0", "data.val_sequence_frames=0",
-                 "logger=none", "system.preview_every_n_batches=100000", "hydra.run.dir=/tmp/bench_demo_step", *extra]
-    with initialize_config_module("triton_s2r.conf", version_base="1.3"):
-        cfg = compose("train", overrides=overrides)
-    datamodule, system = build(cfg)
+                 "logger=none", "system.preview_every_n_batches=100000", *extra]
     timer = StepTimer(warmup)
-    # precision: one of Lightning's precision names, checked by the Trainer (its type is a Literal).
-    trainer = pl.Trainer(accelerator=cfg.trainer.accelerator, devices=1, precision=precision, max_epochs=1,  # pyright: ignore[reportArgumentType]
-                         logger=False, enable_checkpointing=False, enable_progress_bar=False, callbacks=[timer],
-                         default_root_dir="/tmp/bench_demo_step")
-    trainer.fit(system, datamodule=datamodule)
+    fit_one_epoch(overrides, timer, "/tmp/bench_demo_step", precision)
     return timer.seconds / timer.steps
 
 

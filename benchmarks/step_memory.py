@@ -26,11 +26,9 @@ from dataclasses import dataclass
 
 import pytorch_lightning as pl
 import torch
-from hydra import compose, initialize_config_module
 
 from benchmarks.report import machine, write_section
-from benchmarks.train import step_overrides
-from triton_s2r.train import build
+from benchmarks.train import fit_one_epoch, step_overrides
 
 #: Rows of the largest saved tensors shown.
 LARGEST = 12
@@ -54,9 +52,11 @@ class _Census(pl.Callback):
 
     def __init__(self) -> None:
         self.saved: list[Saved] = []
+        self.crop = 0  # the system's crop side, read with the census
 
     def on_train_batch_start(self, trainer: pl.Trainer, pl_module, batch, batch_idx: int) -> None:
         self.saved = kept_in_generator_step(pl_module, batch)
+        self.crop = pl_module.hparams["crop_size"]
         raise _Counted
 
 
@@ -103,19 +103,13 @@ def census(data: str, batch: int, extra: tuple[str, ...]) -> tuple[list[Saved], 
 
     The shipped recipe on ``data`` at batch ``batch`` with the Hydra overrides ``extra`` added last.
     """
-    overrides = [*step_overrides(data, batch), "data.num_workers=0", "hydra.run.dir=/tmp/bench_step_memory", *extra]
-    with initialize_config_module("triton_s2r.conf", version_base="1.3"):
-        cfg = compose("train", overrides=overrides)
-    datamodule, system = build(cfg)
+    overrides = [*step_overrides(data, batch), "data.num_workers=0", *extra]
     callback = _Census()
-    trainer = pl.Trainer(accelerator="auto", devices=1, precision="bf16-mixed", max_epochs=1, logger=False,
-                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                         callbacks=[callback])
     try:
-        trainer.fit(system, datamodule=datamodule)
+        fit_one_epoch(overrides, callback, "/tmp/bench_step_memory", "bf16-mixed")
     except _Counted:
         pass
-    return callback.saved, cfg.system.crop_size
+    return callback.saved, callback.crop
 
 
 def kept_and_padded(saved: list[Saved], crop: int) -> tuple[int, int]:

@@ -193,8 +193,8 @@ def step_overrides(data: str, batch: int) -> list[str]:
 def fit_one_epoch(overrides: list[str], callback: pl.Callback, root: str, precision: str = "32-true") -> None:
     """Train the ``train`` config with ``overrides`` for one epoch on this machine (a GPU if any, else the CPU).
 
-    For benchmarks that watch a step through ``callback`` rather than time it: no logger, checkpoints, progress bar
-    or sanity validation; the run directory and Lightning's root are ``root``.
+    For benchmarks that watch the steps through ``callback``: no logger, checkpoints, progress bar, model summary or
+    sanity validation; the run directory and Lightning's root are ``root``.
     """
     gpu = torch.cuda.is_available()
     with initialize_config_module("triton_s2r.conf", version_base="1.3"):
@@ -202,8 +202,9 @@ def fit_one_epoch(overrides: list[str], callback: pl.Callback, root: str, precis
     datamodule, system = build(cfg)
     # precision: one of Lightning's precision names, checked by the Trainer (its type is a Literal).
     trainer = pl.Trainer(accelerator="gpu" if gpu else "cpu", devices=1, precision=precision, max_epochs=1,  # pyright: ignore[reportArgumentType]
-                         logger=False, enable_checkpointing=False, enable_progress_bar=False, callbacks=[callback],
-                         default_root_dir=root, num_sanity_val_steps=0)
+                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                         enable_model_summary=False, callbacks=[callback], default_root_dir=root,
+                         num_sanity_val_steps=0)
     trainer.fit(system, datamodule=datamodule)
 
 
