@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import gc
 import itertools
 import os
 import time
@@ -208,6 +209,20 @@ def fit_one_epoch(overrides: list[str], callback: pl.Callback, root: str, precis
     trainer.fit(system, datamodule=datamodule)
 
 
+def forget_earlier_rows() -> None:
+    """Start a row as a fresh process would: without the compiled graphs, CUDA-graph pools and timers of earlier rows.
+
+    Otherwise a row after a compiled one counts that row's CUDA-graph pools in its reserved memory and its compile
+    timers in its own. Inductor's cache on disk stays, as it does between processes.
+    """
+    torch._dynamo.reset()  # also frees the CUDA-graph trees, which hold their pools for the life of the process
+    torch._dynamo.utils.compilation_time_metrics.clear()
+    torch._dynamo.utils.counters.clear()
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: int, warmup: int,
                 profile: bool = False, extra: tuple[str, ...] = (), devices: int = 1, trace: str | None = None) -> dict:
     """Time one configuration.
@@ -220,6 +235,7 @@ def run_variant(data: str, batch: int, precision: str, compile_: bool, steps: in
         f"trainer.precision={precision}", f"system.compile={str(compile_).lower()}",
         "hydra.run.dir=/tmp/bench_train", *(["trainer=ddp"] if devices > 1 else []), *extra,
     ]
+    forget_earlier_rows()
     with initialize_config_module("triton_s2r.conf", version_base="1.3"):
         cfg = compose("train", overrides=overrides)
     datamodule, system = build(cfg)
