@@ -51,7 +51,7 @@ LABEL_PSNR = "val/psnr/"
 #: D_B's score of its training photos against ``val/photo_score`` on held-out ones shows it memorising them; against
 #: its score of the translations, how far apart it tells them; D_A's two scores the same for the other direction.
 TRAINING_SNAPSHOT = ("train/photo_score", "train/translation_score", "train/render_score", "train/real_to_sim_score",
-                     "train/adversarial", "train/loss_d")
+                     "train/adversarial", "train/loss_d", "train/gradient_norm_d", "train/gradient_norm_g")
 
 
 def read_curves(path: Path) -> list[dict[str, float]]:

@@ -253,6 +253,9 @@ class TritonSystem(pl.LightningModule):
         # Mean logits of the last D step, on the device: D_B's of its photos (photo_score) and of x_ab
         # (translation_score), D_A's of the renders x_a (render_score) and of x_ba (real_to_sim_score)
         self.scores: dict[str, Tensor] = {}
+        # At logging batches, each phase's gradient norm before clipping, on the device: a spike in one batch is a
+        # discriminator or generator thrown off (docs/training.md#validation-and-training-curves)
+        self.gradient_norms: dict[str, Tensor] = {}
         self._side_tensors: dict[int, Tensor] = {}
         self._render = None  # (scene, states, rasterizer) when the sim domain is rendered in the loop
         self._robot_views: RobotViews | None = None  # the real frames' robot and static objects
@@ -462,7 +465,7 @@ class TritonSystem(pl.LightningModule):
         # ``progress`` is shown by triton_s2r.train.ProgressBar, which reads it only when it refreshes.
         self.progress = {"loss_g": loss_g.detach(), "loss_d": loss_d.detach()}
         if logging_batch(self.trainer):
-            logged = {**terms, **self.progress, **self.scores}
+            logged = {**terms, **self.progress, **self.scores, **self.gradient_norms}
             self.log_dict({f"train/{name}": value.detach() for name, value in logged.items()})
             self.log("train/resolution", self._short_side_tensor())
         losses = {name: value.detach() for name, value in {**terms, "discriminator": loss_d}.items()}
@@ -475,7 +478,7 @@ class TritonSystem(pl.LightningModule):
     def _discriminator_phase(self, out: Forward, optimizer) -> tuple[Tensor, Tensor]:
         """D_A and D_B learn the photos and x_a against this pass's detached translations: (loss, skipped)."""
         loss_d = self._discriminator_loss(out)
-        return loss_d, self._optimize(optimizer, loss_d)
+        return loss_d, self._optimize(optimizer, loss_d, "gradient_norm_d")
 
     def _generator_phase(self, out: Forward, optimizer) -> tuple[dict[str, Tensor], Tensor, Tensor]:
         """G and texture learn against the updated, frozen discriminators: (unweighted terms, loss, skipped)."""
@@ -487,7 +490,7 @@ class TritonSystem(pl.LightningModule):
             d.requires_grad_(True)
         # A Tensor: a step needs at least one weighted term (typeshed's sum also allows its start value, 0).
         loss_g = cast(Tensor, sum(self.loss_weights[name] * value for name, value in terms.items()))
-        return terms, loss_g, self._optimize(optimizer, loss_g)
+        return terms, loss_g, self._optimize(optimizer, loss_g, "gradient_norm_g")
 
     @torch.no_grad()
     def validation_step(self, batch: dict[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> Tensor | None:
@@ -675,8 +678,11 @@ class TritonSystem(pl.LightningModule):
         with torch.autocast(self.device.type, enabled=False):
             return colour_distribution_loss(out.x_ab.float(), objects, out.real.float(), unexplained, directions)
 
-    def _optimize(self, optimizer, loss: Tensor) -> Tensor:
+    def _optimize(self, optimizer, loss: Tensor, norm_name: str) -> Tensor:
         """Backward and optimizer step, skipped on the device when ``loss`` is not finite.
+
+        At a logging batch the gradient's norm over all of the optimizer's parameters, before any clipping, is kept
+        in ``gradient_norms[norm_name]``.
 
         Returns:
             0-dim bool tensor, True when the step was skipped. Nothing here waits for the GPU.
@@ -685,6 +691,9 @@ class TritonSystem(pl.LightningModule):
         optimizer.zero_grad(set_to_none=True)
         self._phase_gradients.select(p for group in optimizer.param_groups for p in group["params"])
         self.manual_backward(loss)
+        if logging_batch(self.trainer):
+            gradients = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+            self.gradient_norms[norm_name] = torch.nn.utils.get_total_norm(gradients).detach()
         self._clip(optimizer)
         # Fused Adam leaves weights, moments and step count untouched where found_inf is 1. No public API skips a
         # step on a device flag: this is the attribute GradScaler.step sets for optimizers with fused kernels.
