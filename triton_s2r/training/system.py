@@ -71,6 +71,7 @@ from triton_s2r.training.callbacks import (
 )
 from triton_s2r.training.compile_artifacts import CompileArtifacts
 from triton_s2r.training.ddp import PhaseGradients, check_sigterm_every
+from triton_s2r.training.gradient_clip import RelativeGradientClip
 from triton_s2r.training.object_crops import crop_windows, draw_centres, photo_objectness, sim_objectness
 from triton_s2r.training.robot_pairing import RobotViews
 from triton_s2r.training.step import Forward, StepInputs, StepResult, logging_batch
@@ -117,6 +118,8 @@ class TritonSystem(pl.LightningModule):
         supersample: sim G-buffers rendered in the loop at this factor for antialiased textures.
         render_backend: backend for rendering in the loop (``auto``, ``embree``, ``nvdiffrast``).
         gradient_clip_val: clip the gradient norm of each step (None = off).
+        gradient_clip_ratio: clip each phase's gradient norm to this multiple (> 1) of the running mean of its
+            earlier norms (``RelativeGradientClip``; None = off).
         max_nonfinite_steps: consecutive skipped (non-finite) steps before an error (``NonFiniteGuard``).
         ema_decay: decay per batch of a moving average of the translator's weights (``WeightAverage``), which
             validation, ``Translator`` and every CLI command then use. None = off.
@@ -190,6 +193,7 @@ class TritonSystem(pl.LightningModule):
         supersample: int = 1,
         render_backend: str = "auto",
         gradient_clip_val: float | None = None,
+        gradient_clip_ratio: float | None = None,
         max_nonfinite_steps: int = 20,
         ema_decay: float | None = None,
         channels_last: bool = False,
@@ -217,6 +221,8 @@ class TritonSystem(pl.LightningModule):
                                           "losses"])
         self.save_hyperparameters({"losses": losses.as_dict()})
         self.automatic_optimization = False
+        self._relative_clips = ({} if gradient_clip_ratio is None else
+                                {phase: RelativeGradientClip(gradient_clip_ratio) for phase in ("d", "g")})
         self.model = model
         self.discriminator_sim = discriminator_sim
         self.discriminator_real = discriminator_real
@@ -478,7 +484,7 @@ class TritonSystem(pl.LightningModule):
     def _discriminator_phase(self, out: Forward, optimizer) -> tuple[Tensor, Tensor]:
         """D_A and D_B learn the photos and x_a against this pass's detached translations: (loss, skipped)."""
         loss_d = self._discriminator_loss(out)
-        return loss_d, self._optimize(optimizer, loss_d, "gradient_norm_d")
+        return loss_d, self._optimize(optimizer, loss_d, "d")
 
     def _generator_phase(self, out: Forward, optimizer) -> tuple[dict[str, Tensor], Tensor, Tensor]:
         """G and texture learn against the updated, frozen discriminators: (unweighted terms, loss, skipped)."""
@@ -490,7 +496,7 @@ class TritonSystem(pl.LightningModule):
             d.requires_grad_(True)
         # A Tensor: a step needs at least one weighted term (typeshed's sum also allows its start value, 0).
         loss_g = cast(Tensor, sum(self.loss_weights[name] * value for name, value in terms.items()))
-        return terms, loss_g, self._optimize(optimizer, loss_g, "gradient_norm_g")
+        return terms, loss_g, self._optimize(optimizer, loss_g, "g")
 
     @torch.no_grad()
     def validation_step(self, batch: dict[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> Tensor | None:
@@ -678,11 +684,8 @@ class TritonSystem(pl.LightningModule):
         with torch.autocast(self.device.type, enabled=False):
             return colour_distribution_loss(out.x_ab.float(), objects, out.real.float(), unexplained, directions)
 
-    def _optimize(self, optimizer, loss: Tensor, norm_name: str) -> Tensor:
-        """Backward and optimizer step, skipped on the device when ``loss`` is not finite.
-
-        At a logging batch the gradient's norm over all of the optimizer's parameters, before any clipping, is kept
-        in ``gradient_norms[norm_name]``.
+    def _optimize(self, optimizer, loss: Tensor, phase: str) -> Tensor:
+        """Backward and optimizer step of ``phase`` (``d`` or ``g``), skipped on the device when ``loss`` is not finite.
 
         Returns:
             0-dim bool tensor, True when the step was skipped. Nothing here waits for the GPU.
@@ -691,10 +694,7 @@ class TritonSystem(pl.LightningModule):
         optimizer.zero_grad(set_to_none=True)
         self._phase_gradients.select(p for group in optimizer.param_groups for p in group["params"])
         self.manual_backward(loss)
-        if logging_batch(self.trainer):
-            gradients = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
-            self.gradient_norms[norm_name] = torch.nn.utils.get_total_norm(gradients).detach()
-        self._clip(optimizer)
+        self._clip(optimizer, phase)
         # Fused Adam leaves weights, moments and step count untouched where found_inf is 1. No public API skips a
         # step on a device flag: this is the attribute GradScaler.step sets for optimizers with fused kernels.
         optimizer.optimizer.found_inf = skipped.float()
@@ -799,7 +799,14 @@ class TritonSystem(pl.LightningModule):
         extra = [] if self.discriminator_object is None else [self.discriminator_object]
         return [self.discriminator_sim, self.discriminator_real, *extra]
 
-    def _clip(self, optimizer) -> None:
+    def _clip(self, optimizer, phase: str) -> None:
+        """Clip ``phase``'s gradients as the settings ask; at a logging batch keep their norm from before."""
+        relative, logged = self._relative_clips.get(phase), logging_batch(self.trainer)
+        if relative is not None or logged:
+            gradients = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+            norm = relative(gradients) if relative is not None else torch.nn.utils.get_total_norm(gradients)
+            if logged:
+                self.gradient_norms[f"gradient_norm_{phase}"] = norm.detach()
         if self.hparams.gradient_clip_val:
             self.clip_gradients(optimizer, gradient_clip_val=self.hparams.gradient_clip_val,
                                 gradient_clip_algorithm="norm")
