@@ -202,7 +202,7 @@ _BOUNDS = (
     ("trainer.max_epochs", 1, True),
     ("system.crop_size", 8, True), ("system.supersample", 1, True), ("system.preview_every_n_batches", 1, True),
     ("system.max_nonfinite_steps", 1, True), ("checkpoints.keep", 1, True), ("system.lr", 0, False),
-    ("system.gradient_clip_val", 0, False), ("system.gradient_clip_ratio", 1, False),
+    ("system.gradient_clip_ratio", 1, False),
 )
 
 
