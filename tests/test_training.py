@@ -304,8 +304,10 @@ def test_training_metrics_are_logged_in_the_batches_the_loggers_write(data_root,
     assert [int(row["step"]) for row in train] == [1, 3]  # batches 2 and 4
     for name in ("train/adversarial", "train/loss_d", "train/resolution", "train/nonfinite_steps"):
         assert all(row[name] for row in train), name
-    for name in ("train/gradient_norm_d", "train/gradient_norm_g"):  # each phase's, before clipping
-        assert all(0 < float(row[name]) < float("inf") for row in train), name
+    for phase in ("d", "g"):  # each phase's norm before clipping, its peak since the last validation, the clips
+        for row in train:
+            norm, peak = float(row[f"train/gradient_norm_{phase}"]), float(row[f"train/gradient_norm_{phase}_peak"])
+            assert 0 < norm <= peak < float("inf") and 0 <= float(row[f"train/gradient_clipped_{phase}"]) <= 4
 
 
 def test_a_missing_benchmark_is_built_by_the_builder_handed_over(tmp_path) -> None:
@@ -490,7 +492,9 @@ def test_curves_record_every_validation_and_continue_on_resume(data_root, tmp_pa
         assert 5 < row["val/psnr"] < 60 and 5 < row["val/psnr_masked"] < 60 and 0 < row["val/haarpsi"] <= 1
         assert row["val/surface_consistency"] > 0 and row["val/warp_error"] > 0
         assert row["train/loss_d"] > 0 and row["train/adversarial"] > 0
-        assert row["train/gradient_norm_d"] > 0 and row["train/gradient_norm_g"] > 0
+        assert 0 < row["train/gradient_norm_d"] <= row["train/gradient_norm_d_peak"]
+        assert 0 < row["train/gradient_norm_g"] <= row["train/gradient_norm_g_peak"]
+        assert "train/gradient_clipped_d" not in row  # counted under a relative clip only
         for score in ("photo_score", "translation_score", "render_score", "real_to_sim_score"):  # D_B's, D_A's
             assert math.isfinite(row[f"train/{score}"])
     assert Image.open(run_dir / "plots" / "curves.png").size[0] > 500

@@ -50,8 +50,12 @@ LABEL_PSNR = "val/psnr/"
 #: Training values recorded beside each validation's measures, as last logged before it (one batch's, not a mean):
 #: D_B's score of its training photos against ``val/photo_score`` on held-out ones shows it memorising them; against
 #: its score of the translations, how far apart it tells them; D_A's two scores the same for the other direction.
+#: The gradient norms' ``_peak`` and ``gradient_clipped_`` (with a relative clip) cover every batch since the last
+#: validation instead.
 TRAINING_SNAPSHOT = ("train/photo_score", "train/translation_score", "train/render_score", "train/real_to_sim_score",
-                     "train/adversarial", "train/loss_d", "train/gradient_norm_d", "train/gradient_norm_g")
+                     "train/adversarial", "train/loss_d", "train/gradient_norm_d", "train/gradient_norm_g",
+                     "train/gradient_norm_d_peak", "train/gradient_norm_g_peak", "train/gradient_clipped_d",
+                     "train/gradient_clipped_g")
 
 
 def read_curves(path: Path) -> list[dict[str, float]]:

@@ -71,7 +71,7 @@ from triton_s2r.training.callbacks import (
 )
 from triton_s2r.training.compile_artifacts import CompileArtifacts
 from triton_s2r.training.ddp import PhaseGradients, check_sigterm_every
-from triton_s2r.training.gradient_clip import RelativeGradientClip
+from triton_s2r.training.gradient_norms import GradientNormRecord, RelativeGradientClip
 from triton_s2r.training.object_crops import crop_windows, draw_centres, photo_objectness, sim_objectness
 from triton_s2r.training.robot_pairing import RobotViews
 from triton_s2r.training.step import Forward, StepInputs, StepResult, logging_batch
@@ -259,9 +259,9 @@ class TritonSystem(pl.LightningModule):
         # Mean logits of the last D step, on the device: D_B's of its photos (photo_score) and of x_ab
         # (translation_score), D_A's of the renders x_a (render_score) and of x_ba (real_to_sim_score)
         self.scores: dict[str, Tensor] = {}
-        # At logging batches, each phase's gradient norm before clipping, on the device: a spike in one batch is a
-        # discriminator or generator thrown off (docs/training.md#validation-and-training-curves)
-        self.gradient_norms: dict[str, Tensor] = {}
+        # Each phase's gradient norm before clipping, on the device: a spike in one batch is a discriminator or
+        # generator thrown off (docs/training.md#validation-and-training-curves)
+        self.gradient_norms = GradientNormRecord()
         self._side_tensors: dict[int, Tensor] = {}
         self._render = None  # (scene, states, rasterizer) when the sim domain is rendered in the loop
         self._robot_views: RobotViews | None = None  # the real frames' robot and static objects
@@ -471,7 +471,7 @@ class TritonSystem(pl.LightningModule):
         # ``progress`` is shown by triton_s2r.train.ProgressBar, which reads it only when it refreshes.
         self.progress = {"loss_g": loss_g.detach(), "loss_d": loss_d.detach()}
         if logging_batch(self.trainer):
-            logged = {**terms, **self.progress, **self.scores, **self.gradient_norms}
+            logged = {**terms, **self.progress, **self.scores, **self.gradient_norms.metrics()}
             self.log_dict({f"train/{name}": value.detach() for name, value in logged.items()})
             self.log("train/resolution", self._short_side_tensor())
         losses = {name: value.detach() for name, value in {**terms, "discriminator": loss_d}.items()}
@@ -537,6 +537,10 @@ class TritonSystem(pl.LightningModule):
             if not value.isnan():
                 log(f"psnr/{name}", value)
         return None
+
+    def on_validation_epoch_end(self) -> None:
+        """Lightning hook: the gradient norms' peak and clipped count start the interval of curves.csv's next row."""
+        self.gradient_norms.reset()
 
     def _forward(self, inputs: StepInputs) -> Forward:
         """Texture once, then both translations and the codes every loss needs.
@@ -800,13 +804,13 @@ class TritonSystem(pl.LightningModule):
         return [self.discriminator_sim, self.discriminator_real, *extra]
 
     def _clip(self, optimizer, phase: str) -> None:
-        """Clip ``phase``'s gradients as the settings ask; at a logging batch keep their norm from before."""
-        relative, logged = self._relative_clips.get(phase), logging_batch(self.trainer)
-        if relative is not None or logged:
-            gradients = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
-            norm = relative(gradients) if relative is not None else torch.nn.utils.get_total_norm(gradients)
-            if logged:
-                self.gradient_norms[f"gradient_norm_{phase}"] = norm.detach()
+        """Clip ``phase``'s gradients as the settings ask; record their norm from before for the logs."""
+        relative = self._relative_clips.get(phase)
+        gradients = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        if relative is not None:
+            self.gradient_norms.add(phase, *relative(gradients))
+        else:
+            self.gradient_norms.add(phase, torch.nn.utils.get_total_norm(gradients))
         if self.hparams.gradient_clip_val:
             self.clip_gradients(optimizer, gradient_clip_val=self.hparams.gradient_clip_val,
                                 gradient_clip_algorithm="norm")
