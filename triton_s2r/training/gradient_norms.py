@@ -58,7 +58,8 @@ class GradientNormRecord:
     def add(self, phase: str, norm: Tensor, clipped: Tensor | None = None) -> None:
         """Record ``phase``'s norm before clipping (0-dim) and, under a relative clip, whether it clipped (0-dim)."""
         self.latest[phase] = norm
-        self.peak[phase] = torch.fmax(self.peak.get(phase, torch.zeros_like(norm)), norm)  # fmax: NaN left out
+        # fmax leaves a NaN out; the first peak starts from 0 (a norm is never below)
+        self.peak[phase] = torch.fmax(self.peak[phase] if phase in self.peak else torch.zeros_like(norm), norm)
         if clipped is not None:
             self.clipped[phase] = self.clipped[phase] + clipped if phase in self.clipped else clipped.float()
 
