@@ -786,3 +786,17 @@ def test_an_unexpected_failure_is_recorded_in_the_run(data_root, tmp_path, monke
     assert main(["train", *TINY, f"data.root={data_root}", f"hydra.run.dir={tmp_path / 'oom'}"]) == 1
     log = (tmp_path / "oom" / "train.log").read_text()
     assert "training failed: RuntimeError: CUDA out of memory" in log  # benchmarks.results reads the reason here
+
+
+def test_the_curves_plot_draws_the_gradient_peaks_in_a_panel_of_their_own(tmp_path) -> None:
+    from PIL import Image
+
+    from triton_s2r.training.curves import plot_curves
+
+    rows = [{"batch": 50.0 * i, "wall_s": 30.0 * i, "val/psnr": 20.0 + i} for i in (1, 2, 3)]
+    plot_curves(rows, tmp_path / "without.png")
+    peaks = [{**row, "train/gradient_norm_d_peak": 10.0 * i, "train/gradient_norm_g_peak": 60.0}
+             for i, row in enumerate(rows, 1)]
+    plot_curves(peaks, tmp_path / "with.png")
+    without, with_peaks = Image.open(tmp_path / "without.png").size, Image.open(tmp_path / "with.png").size
+    assert with_peaks[0] > 1.5 * without[0] and with_peaks[1] == without[1]  # one panel more, side by side

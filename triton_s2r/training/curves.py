@@ -44,6 +44,9 @@ SCORES = {"train/photo_score": "training photos", "val/photo_score": "held-out p
 #: D_A's scores, drawn in the next panel: with D_B's, which discriminator pulls away from its generator.
 SIM_SCORES = {"train/render_score": "renders", "train/real_to_sim_score": "photos translated"}
 
+#: Each phase's largest gradient norm since the previous validation, drawn in one panel: a spike before a fall.
+GRADIENT_PEAKS = {"train/gradient_norm_d_peak": "discriminators", "train/gradient_norm_g_peak": "generators, textures"}
+
 #: The prefix of each label's PSNR (``val/psnr/<label>``), drawn in one panel.
 LABEL_PSNR = "val/psnr/"
 
@@ -102,9 +105,10 @@ def minutes_axis(batches: np.ndarray, minutes: np.ndarray) -> tuple[Callable[[np
 
 
 def plot_curves(rows: list[dict[str, float]], out: Path) -> None:
-    """One panel per measure of ``PLOTTED`` in ``rows``, D_B's and D_A's scores, the labels' PSNR; written atomically.
+    """Draw ``rows`` as a PNG at ``out``, atomically: a panel per measure of ``PLOTTED``, then the panels of groups.
 
-    Each panel plots its values against batches (bottom axis) and minutes of training (top axis).
+    The groups: D_B's and D_A's scores, the gradient norms' peaks, every label's PSNR. A panel with nothing in
+    ``rows`` is left out. Each panel plots its values against batches (bottom axis) and minutes of training (top axis).
     """
     import matplotlib
 
@@ -114,6 +118,7 @@ def plot_curves(rows: list[dict[str, float]], out: Path) -> None:
     panels = [(f"{name.removeprefix('val/')} ({better} is better)", {name: ""}) for name, better in PLOTTED.items()]
     panels.append(("D_B's mean logit (1: real, 0: translated)", SCORES))
     panels.append(("D_A's mean logit (1: render, 0: translated)", SIM_SCORES))
+    panels.append(("largest gradient norm since the last validation", GRADIENT_PEAKS))
     per_label = sorted({name for row in rows for name in row if name.startswith(LABEL_PSNR)})
     panels.append(("psnr per label (higher is better)", {name: name.removeprefix(LABEL_PSNR) for name in per_label}))
     panels = [(title, lines) for title, lines in panels if any(name in row for row in rows for name in lines)]
