@@ -266,7 +266,7 @@ class TritonSystem(pl.LightningModule):
         self._render = None  # (scene, states, rasterizer) when the sim domain is rendered in the loop
         self._robot_views: RobotViews | None = None  # the real frames' robot and static objects
         self._background_labels: list[int] = []
-        self._label_names: tuple[str, ...] = ()  # ids 1..K, for val/psnr/<label>
+        self._label_names: tuple[str, ...] = ()  # ids 1..K, for val/psnr/<label> and val/colour_error/<label>
         self._label_colours: tuple[Tensor, Tensor] | None = None  # (targets (K+1, 3), has_target (K+1,)), on the device
         self._phase_gradients = PhaseGradients()  # under DDP: which gradients the next backward pass averages
         if channels_last:
@@ -503,7 +503,8 @@ class TritonSystem(pl.LightningModule):
         """Score translations of the datamodule's validation frames, as ``triton-s2r eval`` scores them.
 
         Loader 0 (paired test frames): ``val/psnr``, ``val/psnr_masked`` (objects and robot: no table, no void),
-        ``val/psnr/<label>`` (each label's pixels, in the frames that show it), ``val/ssim``, ``val/haarpsi``,
+        ``val/psnr/<label>`` and ``val/colour_error/<label>`` (each label's pixels, in the frames that show it; the
+        error of its mean colour as ``triton-s2r eval``'s ``colour_error_by_label``), ``val/ssim``, ``val/haarpsi``,
         ``val/photo_score`` (D_B's mean logit on these held-out photos, resized and centre-cropped as training shows
         its photos). Loader 1 (consecutive frames of a sequence, one batch):
         ``val/surface_consistency`` and ``val/warp_error``; returns the translated frames (T, 3, H, W) in [0, 1]
@@ -531,11 +532,14 @@ class TritonSystem(pl.LightningModule):
         if objects.any():
             keep = objects.flatten(1).any(1)
             log("psnr_masked", metrics.psnr(translation[keep], real[keep], mask=objects[keep]))
-        # which surfaces a change of val/psnr comes from (entry 0, the void, is not logged)
-        by_label = metrics.psnr_by_label(translation, real, gbuffer.label, len(self._label_names))
-        for name, value in zip(self._label_names, by_label[1:], strict=True):
-            if not value.isnan():
-                log(f"psnr/{name}", value)
+        # which surfaces a change of val/psnr comes from, and whether their colours drift (the void is not logged)
+        num_labels = len(self._label_names)
+        for measure, by_label in (("psnr", metrics.psnr_by_label(translation, real, gbuffer.label, num_labels)),
+                                  ("colour_error",
+                                   metrics.colour_error_by_label(translation, real, gbuffer.label, num_labels))):
+            for name, value in zip(self._label_names, by_label[1:], strict=True):
+                if not value.isnan():
+                    log(f"{measure}/{name}", value)
         return None
 
     def on_validation_epoch_end(self) -> None:
