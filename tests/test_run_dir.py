@@ -65,18 +65,17 @@ def test_finished_run_holds_bounded_checkpoints_labels_scene_and_log(finished, d
 
 def test_curves_hold_each_labels_psnr_and_colour_error_at_each_validation(finished, manifest) -> None:
     """val/psnr/<label> and val/colour_error/<label>: a column each per label that the validation frames show."""
-    from triton_s2r.training.curves import LABEL_COLOUR_ERROR, LABEL_PSNR, read_curves
+    from triton_s2r.training.curves import LABEL_PSNR, read_curves
 
+    colour_error = "val/colour_error/"
     rows = read_curves(finished / "curves.csv")
     shown = {name.removeprefix(LABEL_PSNR) for row in rows for name in row if name.startswith(LABEL_PSNR)}
     assert "table" in shown and {"robot_base", "robot_arm"} <= shown, shown
     assert shown <= set(manifest["labels"]["names"])
-    coloured = {name.removeprefix(LABEL_COLOUR_ERROR) for row in rows for name in row
-                if name.startswith(LABEL_COLOUR_ERROR)}
-    assert coloured == shown
+    assert {name.removeprefix(colour_error) for row in rows for name in row if name.startswith(colour_error)} == shown
     for row in rows:
         assert all(5 < row[LABEL_PSNR + name] < 60 for name in shown if LABEL_PSNR + name in row), row
-        errors = [row[LABEL_COLOUR_ERROR + name] for name in shown if LABEL_COLOUR_ERROR + name in row]
+        errors = [row[colour_error + name] for name in shown if colour_error + name in row]
         assert errors and all(0 <= e <= 1 for e in errors) and max(errors) > 0, row
 
 

@@ -50,10 +50,6 @@ GRADIENT_PEAKS = {"train/gradient_norm_d_peak": "discriminators", "train/gradien
 #: The prefix of each label's PSNR (``val/psnr/<label>``), drawn in one panel.
 LABEL_PSNR = "val/psnr/"
 
-#: The prefix of each label's mean-colour error (``val/colour_error/<label>``), recorded beside it: whether a
-#: surface's PSNR falls with its colour drifting.
-LABEL_COLOUR_ERROR = "val/colour_error/"
-
 #: Training values recorded beside each validation's measures, as last logged before it (one batch's, not a mean):
 #: D_B's score of its training photos against ``val/photo_score`` on held-out ones shows it memorising them; against
 #: its score of the translations, how far apart it tells them; D_A's two scores the same for the other direction.
