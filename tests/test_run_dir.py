@@ -79,6 +79,18 @@ def test_curves_hold_each_labels_psnr_and_colour_error_at_each_validation(finish
         assert errors and all(0 <= e <= 1 for e in errors) and max(errors) > 0, row
 
 
+def test_curves_score_the_training_photos_beside_the_test_frames(finished) -> None:
+    """val/train_real/...: the paired train_real frames scored as the test frames, a column beside each measure."""
+    from triton_s2r.training.curves import TRAIN_REAL, read_curves
+
+    rows = read_curves(finished / "curves.csv")
+    for row in rows:
+        for measure in ("psnr", "psnr_masked", "ssim", "haarpsi", "photo_score"):
+            assert TRAIN_REAL + measure in row and "val/" + measure in row, (measure, row)
+        assert 5 < row[TRAIN_REAL + "psnr"] < 60 and row[TRAIN_REAL + "psnr"] != row["val/psnr"], row
+        assert any(name.startswith(TRAIN_REAL + "psnr/") for name in row), row
+
+
 def test_last_links_to_the_newest_epoch_and_a_lost_link_falls_back_to_it(finished, data_root, tmp_path,
                                                                          capfd) -> None:
     """last.ckpt is a link (one write per epoch); killed between removing it and relinking, the rerun goes on."""

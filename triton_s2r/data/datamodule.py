@@ -2,8 +2,9 @@
 
 With ``paired=True`` (the supervised ``oracle`` baseline only) batches instead hold the UVL frame and the
 real photo of the *same* state, from the benchmark's ``train_real`` split. Validation batches are paired
-frames of the ``test`` split (loader 0) and the first frames of the first sequence in one batch (loader 1, for
-the consistency measures), when the dataset has them.
+frames of the ``test`` split, the first frames of the first sequence in one batch (for the consistency
+measures) and paired frames of ``train_real`` (the gap between seen and held-out photos), when the dataset has
+them (``validation_roles``).
 
 The sim domain comes either from pre-rendered UVL frames (``sim_source="frames"``) or from scene states
 rendered in the loop (``sim_source="render"``): then a batch carries state indices and the system renders
@@ -148,6 +149,8 @@ class TritonDataModule(pl.LightningDataModule):
         val_frames: paired ``test`` frames translated and scored (``val/psnr``, ...) at each validation; 0 = none.
         val_sequence_frames: the first frames of the first sequence, translated as one batch at each validation
             for ``val/surface_consistency`` and ``val/warp_error``; 0 = none.
+        val_train_frames: paired ``train_real`` frames (photos that training sees) scored at each validation as
+            the test frames (``val/train_real/psnr``, ...): the gap to ``val/psnr`` shows memorising; 0 = none.
         photo_min_short_side, photo_max_short_side: for ``real_dir``: warn about photos whose shorter side is
             below the first (they would be upsampled); decode photos reduced to the second (``Photos``).
     """
@@ -171,6 +174,7 @@ class TritonDataModule(pl.LightningDataModule):
         seed: int = 0,
         val_frames: int = 16,
         val_sequence_frames: int = 16,
+        val_train_frames: int = 16,
         photo_min_short_side: int | None = None,
         photo_max_short_side: int | None = None,
     ) -> None:
@@ -205,7 +209,7 @@ class TritonDataModule(pl.LightningDataModule):
         self.scene_file, self.real_states = scene, real_states
         self.batch_size, self.sim_clip_frames, self.steps_per_epoch = batch_size, sim_clip_frames, steps_per_epoch
         self.num_workers, self.seed, self.val_frames = num_workers, seed, val_frames
-        self.val_sequence_frames = val_sequence_frames
+        self.val_sequence_frames, self.val_train_frames = val_sequence_frames, val_train_frames
         self.photo_min_short_side, self.photo_max_short_side = photo_min_short_side, photo_max_short_side
         self.dataset: BenchmarkDataset | None = None
 
@@ -366,14 +370,25 @@ class TritonDataModule(pl.LightningDataModule):
         return next((split for split in sorted(self.dataset.splits)
                      if split.startswith("sequences/") and self.dataset.is_paired(split)), None)
 
-    def val_dataloader(self) -> list[DataLoader]:
-        """[test frames] or [test frames, one batch of consecutive sequence frames]; [] without a test split."""
+    def validation_roles(self) -> list[str]:
+        """What each of ``val_dataloader``'s loaders holds, in order: ``"test"``, ``"sequence"``, ``"train_real"``."""
         if not self.has_validation():
             return []
-        loaders = [DataLoader(self._paired("test", self.val_frames), batch_size=self.batch_size,
-                              num_workers=self.num_workers)]
-        sequence = self.validation_sequence()
-        if sequence is not None:
-            loaders.append(DataLoader(self._paired(sequence, self.val_sequence_frames),
-                                      batch_size=self.val_sequence_frames, num_workers=self.num_workers))
+        assert self.dataset is not None  # has_validation() checks it
+        train = self.val_train_frames > 0 and self.dataset.is_paired("train_real")
+        return ["test", *["sequence"] * (self.validation_sequence() is not None), *["train_real"] * train]
+
+    def val_dataloader(self) -> list[DataLoader]:
+        """One loader per ``validation_roles()`` (none without a test split), in their order."""
+        loaders = []
+        for role in self.validation_roles():
+            if role == "sequence":
+                sequence = self.validation_sequence()
+                assert sequence is not None  # a role only where there is one
+                loaders.append(DataLoader(self._paired(sequence, self.val_sequence_frames),
+                                          batch_size=self.val_sequence_frames, num_workers=self.num_workers))
+            else:
+                frames = self.val_frames if role == "test" else self.val_train_frames
+                loaders.append(DataLoader(self._paired(role, frames), batch_size=self.batch_size,
+                                          num_workers=self.num_workers))
         return loaders

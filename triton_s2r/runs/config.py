@@ -199,6 +199,7 @@ def check_experiment_order(experiments: list[str]) -> None:
 _BOUNDS = (
     ("data.batch_size", 1, True), ("data.steps_per_epoch", 1, True), ("data.num_workers", 0, True),
     ("data.sim_clip_frames", 1, True), ("data.val_frames", 0, True), ("data.val_sequence_frames", 0, True),
+    ("data.val_train_frames", 0, True),
     ("trainer.max_epochs", 1, True),
     ("system.crop_size", 8, True), ("system.supersample", 1, True), ("system.preview_every_n_batches", 1, True),
     ("system.max_nonfinite_steps", 1, True), ("checkpoints.keep", 1, True), ("system.lr", 0, False),

@@ -38,14 +38,17 @@ PLOTTED = {"val/psnr": "higher", "val/psnr_masked": "higher", "val/haarpsi": "hi
 
 
 #: D_B's scores, drawn in one panel: the training photos' running ahead of the held-out ones' is it memorising them.
-SCORES = {"train/photo_score": "training photos", "val/photo_score": "held-out photos",
-          "train/translation_score": "translations"}
+SCORES = {"train/photo_score": "training photos", "val/train_real/photo_score": "training photos (validated)",
+          "val/photo_score": "held-out photos", "train/translation_score": "translations"}
 
 #: D_A's scores, drawn in the next panel: with D_B's, which discriminator pulls away from its generator.
 SIM_SCORES = {"train/render_score": "renders", "train/real_to_sim_score": "photos translated"}
 
 #: Each phase's largest gradient norm since the previous validation, drawn in one panel: a spike before a fall.
 GRADIENT_PEAKS = {"train/gradient_norm_d_peak": "discriminators", "train/gradient_norm_g_peak": "generators, textures"}
+
+#: The prefix of the measures on paired training photos (``data.val_train_frames``), drawn beside the test frames'.
+TRAIN_REAL = "val/train_real/"
 
 #: The prefix of each label's PSNR (``val/psnr/<label>``), drawn in one panel.
 LABEL_PSNR = "val/psnr/"
@@ -104,10 +107,19 @@ def minutes_axis(batches: np.ndarray, minutes: np.ndarray) -> tuple[Callable[[np
     return (lambda x: np.interp(x, b, m)), (lambda x: np.interp(x, m, b))
 
 
+def _with_training_photos(name: str, rows: list[dict[str, float]]) -> dict[str, str]:
+    """A panel's lines: ``name`` alone, or beside its twin on the training photos where ``rows`` hold it."""
+    twin = TRAIN_REAL + name.removeprefix("val/")
+    if not any(twin in row for row in rows):
+        return {name: ""}
+    return {name: "test frames", twin: "training photos"}
+
+
 def plot_curves(rows: list[dict[str, float]], out: Path) -> None:
     """Draw ``rows`` as a PNG at ``out``, atomically: a panel per measure of ``PLOTTED``, then the panels of groups.
 
-    The groups: D_B's and D_A's scores, the gradient norms' peaks, every label's PSNR. A panel with nothing in
+    A measure also validated on training photos (``val/train_real/...``) shares its panel. The groups: D_B's and
+    D_A's scores, the gradient norms' peaks, every label's PSNR. A panel with nothing in
     ``rows`` is left out. Each panel plots its values against batches (bottom axis) and minutes of training (top axis).
     """
     import matplotlib
@@ -115,7 +127,8 @@ def plot_curves(rows: list[dict[str, float]], out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [(f"{name.removeprefix('val/')} ({better} is better)", {name: ""}) for name, better in PLOTTED.items()]
+    panels = [(f"{name.removeprefix('val/')} ({better} is better)", _with_training_photos(name, rows))
+              for name, better in PLOTTED.items()]
     panels.append(("D_B's mean logit (1: real, 0: translated)", SCORES))
     panels.append(("D_A's mean logit (1: render, 0: translated)", SIM_SCORES))
     panels.append(("largest gradient norm since the last validation", GRADIENT_PEAKS))

@@ -267,6 +267,7 @@ class TritonSystem(pl.LightningModule):
         self._robot_views: RobotViews | None = None  # the real frames' robot and static objects
         self._background_labels: list[int] = []
         self._label_names: tuple[str, ...] = ()  # ids 1..K, for val/psnr/<label> and val/colour_error/<label>
+        self._validation_roles: list[str] = []  # what each validation loader holds (attach_data)
         self._label_colours: tuple[Tensor, Tensor] | None = None  # (targets (K+1, 3), has_target (K+1,)), on the device
         self._phase_gradients = PhaseGradients()  # under DDP: which gradients the next backward pass averages
         if channels_last:
@@ -352,6 +353,7 @@ class TritonSystem(pl.LightningModule):
         # val/psnr_masked scores objects and robot, as eval's psnr_masked: the table is background.
         self._background_labels = [labels.id_of("table")] if labels is not None and "table" in labels.names else []
         self._label_names = labels.names if labels is not None else ()
+        self._validation_roles = datamodule.validation_roles() if datamodule is not None else []
         if self.loss_weights.get("label_colours") and labels is not None:
             self._label_colours = self._label_colour_targets(labels, device)
         rendered_sim = datamodule is not None and datamodule.sim_source == "render"
@@ -502,27 +504,31 @@ class TritonSystem(pl.LightningModule):
     def validation_step(self, batch: dict[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> Tensor | None:
         """Score translations of the datamodule's validation frames, as ``triton-s2r eval`` scores them.
 
-        Loader 0 (paired test frames): ``val/psnr``, ``val/psnr_masked`` (objects and robot: no table, no void),
-        ``val/psnr/<label>`` and ``val/colour_error/<label>`` (each label's pixels, in the frames that show it; the
-        error of its mean colour as ``triton-s2r eval``'s ``colour_error_by_label``), ``val/ssim``, ``val/haarpsi``,
-        ``val/photo_score`` (D_B's mean logit on these held-out photos, resized and centre-cropped as training shows
-        its photos). Loader 1 (consecutive frames of a sequence, one batch):
-        ``val/surface_consistency`` and ``val/warp_error``; returns the translated frames (T, 3, H, W) in [0, 1]
-        (``TrainingCurves`` writes them as a video).
+        The loaders' roles are the datamodule's ``validation_roles()``. ``"test"`` (paired test frames):
+        ``val/psnr``, ``val/psnr_masked`` (objects and robot: no table, no void), ``val/psnr/<label>`` and
+        ``val/colour_error/<label>`` (each label's pixels, in the frames that show it; the error of its mean colour
+        as ``triton-s2r eval``'s ``colour_error_by_label``), ``val/ssim``, ``val/haarpsi``, ``val/photo_score`` (D_B's
+        mean logit on these held-out photos, resized and centre-cropped as training shows its photos).
+        ``"train_real"`` (paired frames of the photos training sees): the same under ``val/train_real/``.
+        ``"sequence"`` (consecutive frames of a sequence, one batch): ``val/surface_consistency`` and
+        ``val/warp_error``; returns the translated frames (T, 3, H, W) in [0, 1] (``TrainingCurves`` writes them as
+        a video).
         """
         gbuffer = GBuffer(uv=batch["uv"], label=batch["label"])
         model = getattr(self, "model_ema", self.model)  # the weight average where kept: what Translator loads
         translation, real = to_unit(model(gbuffer.uv, gbuffer.label)), to_unit(batch["real"])
+        role = self._validation_roles[dataloader_idx]
+        prefix = "val/train_real/" if role == "train_real" else "val/"
         size = translation.shape[0]
 
         def log(name: str, value: Tensor) -> None:
-            self.log(f"val/{name}", value, batch_size=size, add_dataloader_idx=False)
+            self.log(f"{prefix}{name}", value, batch_size=size, add_dataloader_idx=False)
 
-        if dataloader_idx == 1:
+        if role == "sequence":
             log("surface_consistency", metrics.surface_consistency(translation, gbuffer, self.model.num_labels))
             log("warp_error", metrics.warp_error(translation, gbuffer))
             return translation
-        # D_B on held-out photos at the training photos' scale, beside train/photo_score (adversarial.mean_logit).
+        # D_B on these photos at the training photos' scale, beside train/photo_score (adversarial.mean_logit).
         photos = centre_crop_photos(batch["real"], self.short_side(), self.hparams.crop_size)
         log("photo_score", mean_logit(self._logits(self.discriminator_real, photos, eager=True)))
         log("psnr", metrics.psnr(translation, real))
